@@ -1,0 +1,313 @@
+//! `leasehold lease grant|keepalive|revoke|get`: leases on their own, for
+//! scripts that hold several locks under one lease or renew from a sidecar.
+
+use super::{revision, Global};
+use crate::connect::{request_id, Conn};
+use crate::duration;
+use crate::error::CliError;
+use crate::exit::Exit;
+use crate::output::{owner_json, print_json};
+use leasehold_proto::v1::lease_client::LeaseClient;
+use leasehold_proto::v1::{
+    GetLeaseRequest, GrantRequest, GrantResponse, KeepAliveRequest, KeepAliveResponse,
+    RevokeRequest,
+};
+use serde_json::json;
+use std::time::Duration;
+
+/// `leasehold lease ...`
+#[derive(clap::Subcommand, Debug)]
+pub enum LeaseCmd {
+    /// Grants a lease and prints its id.
+    Grant(GrantArgs),
+    /// Keeps a lease alive (until Ctrl-C), or renews it once with --once.
+    Keepalive(KeepaliveArgs),
+    /// Revokes a lease, releasing every lock it holds.
+    Revoke(RevokeArgs),
+    /// Describes a lease.
+    Get(GetArgs),
+}
+
+/// `leasehold lease grant`
+#[derive(clap::Args, Debug)]
+pub struct GrantArgs {
+    /// Time to live without a keep-alive (e.g. 10s).
+    #[arg(long, value_parser = duration::parse)]
+    pub ttl: Duration,
+    /// Owner name shown to operators (default: $USER@host).
+    #[arg(long)]
+    pub owner: Option<String>,
+    /// A free label KEY=VALUE (repeatable).
+    #[arg(long = "label", value_parser = crate::owner::parse_key_value, value_name = "KEY=VALUE")]
+    pub labels: Vec<(String, String)>,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `leasehold lease keepalive`
+#[derive(clap::Args, Debug)]
+pub struct KeepaliveArgs {
+    /// The lease id.
+    pub id: u64,
+    /// Renew once (unary) and exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Print JSON: one document with --once; otherwise one per line per renewal.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `leasehold lease revoke`
+#[derive(clap::Args, Debug)]
+pub struct RevokeArgs {
+    /// The lease id.
+    pub id: u64,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `leasehold lease get`
+#[derive(clap::Args, Debug)]
+pub struct GetArgs {
+    /// The lease id.
+    pub id: u64,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs a `lease` subcommand.
+pub async fn run(cmd: LeaseCmd, global: &Global) -> Result<(), CliError> {
+    let mut conn = global.connect().await?;
+    match cmd {
+        LeaseCmd::Grant(args) => grant_cmd(&mut conn, args).await,
+        LeaseCmd::Keepalive(args) if args.once => keepalive_once(&mut conn, args).await,
+        LeaseCmd::Keepalive(args) => keepalive_stream(&conn, args).await,
+        LeaseCmd::Revoke(args) => revoke_cmd(&mut conn, args).await,
+        LeaseCmd::Get(args) => get_cmd(&mut conn, args).await,
+    }
+}
+
+/// Grants a lease (one request id, retried once on Unavailable).
+pub async fn grant(
+    conn: &mut Conn,
+    ttl: Duration,
+    owner: Option<String>,
+    labels: Vec<(String, String)>,
+) -> Result<GrantResponse, CliError> {
+    let request = GrantRequest {
+        ttl_ms: duration::ms(ttl),
+        owner: Some(crate::owner::owner_info(owner, labels)),
+        request_id: request_id(),
+    };
+    conn.call(Duration::ZERO, |ch| {
+        let request = request.clone();
+        async move { LeaseClient::new(ch).grant(request).await }
+    })
+    .await
+}
+
+/// Revokes a lease; returns the locks it released.
+pub async fn revoke(conn: &mut Conn, lease: u64) -> Result<Vec<String>, CliError> {
+    let request = RevokeRequest {
+        lease,
+        request_id: request_id(),
+    };
+    let reply = conn
+        .call(Duration::ZERO, |ch| {
+            let request = request.clone();
+            async move { LeaseClient::new(ch).revoke(request).await }
+        })
+        .await?;
+    Ok(reply.released)
+}
+
+async fn grant_cmd(conn: &mut Conn, args: GrantArgs) -> Result<(), CliError> {
+    let reply = grant(conn, args.ttl, args.owner, args.labels).await?;
+    if args.json {
+        print_json(&json!({
+            "lease": reply.lease,
+            "ttl_ms": reply.ttl_ms,
+            "revision": revision(reply.header.as_ref()),
+        }));
+    } else {
+        println!(
+            "granted lease {} (ttl {})",
+            reply.lease,
+            duration::human(reply.ttl_ms)
+        );
+    }
+    Ok(())
+}
+
+fn print_renewal(reply: &KeepAliveResponse, json: bool) {
+    if json {
+        print_json(&json!({
+            "lease": reply.lease,
+            "ttl_ms": reply.ttl_ms,
+            "seq": reply.seq,
+            "revision": revision(reply.header.as_ref()),
+        }));
+    } else {
+        println!(
+            "renewed lease {} (ttl {})",
+            reply.lease,
+            duration::human(reply.ttl_ms)
+        );
+    }
+}
+
+async fn keepalive_once(conn: &mut Conn, args: KeepaliveArgs) -> Result<(), CliError> {
+    let request = KeepAliveRequest {
+        lease: args.id,
+        seq: 1,
+    };
+    let reply = conn
+        .call(Duration::ZERO, |ch| async move {
+            LeaseClient::new(ch).keep_alive(request).await
+        })
+        .await?;
+    print_renewal(&reply, args.json);
+    Ok(())
+}
+
+/// Renews over one KeepAliveStream every ttl/3 until Ctrl-C (exit 0) or a
+/// definite failure: the lease is gone (exit 4), or no renewal is
+/// acknowledged within `--timeout` (exit 5).
+async fn keepalive_stream(conn: &Conn, args: KeepaliveArgs) -> Result<(), CliError> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<KeepAliveRequest>(4);
+    let timeout = conn.timeout();
+    let mut client = LeaseClient::new(conn.channel());
+    let open = client.keep_alive_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
+    let mut replies = match tokio::time::timeout(timeout, open).await {
+        Ok(Ok(replies)) => replies.into_inner(),
+        Ok(Err(status)) => return Err(CliError::from_status(&status)),
+        Err(_) => return Err(no_renewal(args.id, timeout)),
+    };
+    let interrupted = tokio::signal::ctrl_c();
+    tokio::pin!(interrupted);
+    let mut interval = Duration::ZERO;
+    for seq in 1.. {
+        tokio::select! {
+            _ = &mut interrupted => {
+                eprintln!("stopped renewing lease {}; it expires after its ttl", args.id);
+                return Ok(());
+            }
+            _ = tokio::time::sleep(interval) => {}
+        }
+        tx.send(KeepAliveRequest {
+            lease: args.id,
+            seq,
+        })
+        .await
+        .map_err(|_| CliError::new(Exit::Unavailable, "the keep-alive stream closed"))?;
+        let reply = tokio::select! {
+            _ = &mut interrupted => {
+                eprintln!("stopped renewing lease {}; it expires after its ttl", args.id);
+                return Ok(());
+            }
+            reply = tokio::time::timeout(timeout, replies.message()) => reply,
+        };
+        let reply = match reply {
+            Ok(Ok(Some(reply))) => reply,
+            Ok(Ok(None)) => {
+                return Err(CliError::new(
+                    Exit::Unavailable,
+                    format!(
+                        "the server closed the keep-alive stream of lease {}",
+                        args.id
+                    ),
+                ))
+            }
+            Ok(Err(status)) => return Err(CliError::from_status(&status)),
+            Err(_) => return Err(no_renewal(args.id, timeout)),
+        };
+        if let Some(detail) = &reply.error {
+            return Err(CliError::from_detail(detail));
+        }
+        print_renewal(&reply, args.json);
+        interval = Duration::from_millis((reply.ttl_ms / 3).max(100));
+    }
+    Ok(())
+}
+
+fn no_renewal(lease: u64, timeout: Duration) -> CliError {
+    CliError::new(
+        Exit::Unavailable,
+        format!(
+            "no keep-alive of lease {lease} was acknowledged within {} (--timeout)",
+            duration::human(duration::ms(timeout))
+        ),
+    )
+}
+
+async fn revoke_cmd(conn: &mut Conn, args: RevokeArgs) -> Result<(), CliError> {
+    let released = revoke(conn, args.id).await?;
+    if args.json {
+        print_json(&json!({ "lease": args.id, "released": released }));
+    } else if released.is_empty() {
+        println!("revoked lease {}", args.id);
+    } else {
+        println!(
+            "revoked lease {}; released {}",
+            args.id,
+            released.join(", ")
+        );
+    }
+    Ok(())
+}
+
+async fn get_cmd(conn: &mut Conn, args: GetArgs) -> Result<(), CliError> {
+    let request = GetLeaseRequest { lease: args.id };
+    let reply = conn
+        .call(Duration::ZERO, |ch| async move {
+            LeaseClient::new(ch).get(request).await
+        })
+        .await?;
+    let info = reply.lease.unwrap_or_default();
+    if args.json {
+        print_json(&json!({
+            "lease": info.id,
+            "ttl_ms": info.ttl_ms,
+            "remaining_ms": info.remaining_ms,
+            "owner": owner_json(info.owner.as_ref()),
+            "holds": info.holds,
+            "waits": info.waits,
+            "granted_revision": info.granted_revision,
+            "granted_unix_ms": info.granted_unix_ms,
+            "renewed_unix_ms": info.renewed_unix_ms,
+        }));
+    } else {
+        let owner = info
+            .owner
+            .as_ref()
+            .map(crate::output::owner_human)
+            .unwrap_or_default();
+        println!(
+            "lease {} ttl {} remaining {} owner {}",
+            info.id,
+            duration::human(info.ttl_ms),
+            duration::approx(info.remaining_ms),
+            if owner.is_empty() { "-" } else { &owner },
+        );
+        println!(
+            "holds: {}",
+            if info.holds.is_empty() {
+                "-".to_owned()
+            } else {
+                info.holds.join(", ")
+            }
+        );
+        println!(
+            "waits: {}",
+            if info.waits.is_empty() {
+                "-".to_owned()
+            } else {
+                info.waits.join(", ")
+            }
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,50 @@
+//! `leasehold ls [PREFIX]`: lists locks by name prefix (linearizable read)
+//! as an aligned table, or one JSON array.
+
+use super::Global;
+use crate::error::CliError;
+use crate::output::{lock_json, lock_rows, print_json, table};
+use leasehold_proto::v1::lock_client::LockClient;
+use leasehold_proto::v1::ListLocksRequest;
+use serde_json::Value;
+use std::time::Duration;
+
+/// `leasehold ls`
+#[derive(clap::Args, Debug)]
+pub struct LsArgs {
+    /// Only locks whose name starts with this.
+    #[arg(default_value = "")]
+    pub prefix: String,
+    /// Print one JSON document (an array of locks).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `ls`.
+pub async fn run(args: LsArgs, global: &Global) -> Result<(), CliError> {
+    let mut conn = global.connect().await?;
+    let request = ListLocksRequest {
+        prefix: args.prefix.clone(),
+        limit: 0,
+    };
+    let reply = conn
+        .call(Duration::ZERO, |ch| {
+            let request = request.clone();
+            async move { LockClient::new(ch).list(request).await }
+        })
+        .await?;
+    if reply.truncated {
+        eprintln!(
+            "note: more locks match {:?} than the server returns at once; narrow the prefix",
+            args.prefix
+        );
+    }
+    if args.json {
+        print_json(&Value::Array(reply.locks.iter().map(lock_json).collect()));
+    } else if reply.locks.is_empty() {
+        eprintln!("no locks match {:?}", args.prefix);
+    } else {
+        print!("{}", table(&lock_rows(&reply.locks)));
+    }
+    Ok(())
+}

@@ -1,0 +1,180 @@
+//! `leasehold serve`: runs one server node in this process until SIGINT or
+//! SIGTERM. Logs go to stderr through `tracing` (`RUST_LOG`, default
+//! `info`); stdout gets exactly one line, once the port accepts connections.
+
+use crate::error::CliError;
+use crate::exit::Exit;
+use leasehold_server::{ServeConfig, ServeError};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `leasehold serve`
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Directory of the durable log and snapshots.
+    #[arg(long, default_value = "./leasehold-data")]
+    pub data_dir: PathBuf,
+    /// Address of the gRPC + HTTP port.
+    #[arg(long, default_value = "127.0.0.1:7420")]
+    pub listen: SocketAddr,
+    /// This node's Raft id (1 or higher).
+    #[arg(long, default_value_t = 1)]
+    pub node_id: u64,
+}
+
+/// Runs `serve`.
+pub async fn run(args: ServeArgs) -> Result<(), CliError> {
+    init_logging();
+    let mut config = ServeConfig::single_node(args.data_dir.clone(), args.listen);
+    config.node_id = args.node_id;
+    // If something already accepts on the address, the server's bind will
+    // fail; do not mistake that other process for this server.
+    let occupied = tokio::net::TcpStream::connect(loopback(args.listen))
+        .await
+        .is_ok();
+    let (signalled_tx, signalled) = tokio::sync::oneshot::channel();
+    let shutdown = async move {
+        shutdown_signal().await;
+        let _ = signalled_tx.send(());
+    };
+    let mut server = tokio::spawn(leasehold_server::serve(config, shutdown));
+    let listening = wait_until_accepting(args.listen, occupied);
+    tokio::pin!(listening);
+    let outcome = tokio::select! {
+        biased;
+        outcome = &mut server => outcome,
+        () = &mut listening => {
+            println!(
+                "leasehold node {} listening on {} (data in {})",
+                args.node_id,
+                args.listen,
+                args.data_dir.display()
+            );
+            until_stopped(server, signalled).await
+        }
+    };
+    match outcome {
+        Ok(Ok(())) => {
+            tracing::info!("stopped");
+            Ok(())
+        }
+        Ok(Err(err)) => Err(serve_error(err)),
+        Err(join) if join.is_panic() => Err(CliError::new(
+            Exit::Other,
+            format!("the server crashed: {}", panic_text(join.into_panic())),
+        )),
+        Err(join) => Err(CliError::new(
+            Exit::Other,
+            format!("the server stopped: {join}"),
+        )),
+    }
+}
+
+/// How long a graceful shutdown may take: open keep-alive streams and
+/// blocking acquires keep connections open, and the server would wait for
+/// them indefinitely. Stopping harder is safe: every acknowledged change is
+/// already durable (fsync before the reply).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+type ServeOutcome = Result<Result<(), ServeError>, tokio::task::JoinError>;
+
+/// Waits for the server to stop; once a shutdown signal arrived, waits at
+/// most [`SHUTDOWN_GRACE`] (or until a second signal) before giving up on
+/// the connections still open.
+async fn until_stopped(
+    mut server: tokio::task::JoinHandle<Result<(), ServeError>>,
+    signalled: tokio::sync::oneshot::Receiver<()>,
+) -> ServeOutcome {
+    tokio::select! {
+        biased;
+        outcome = &mut server => return outcome,
+        _ = signalled => {}
+    }
+    tokio::select! {
+        biased;
+        outcome = &mut server => outcome,
+        () = shutdown_signal() => {
+            tracing::warn!("second signal: stopping without waiting for open connections");
+            server.abort();
+            Ok(Ok(()))
+        }
+        () = tokio::time::sleep(SHUTDOWN_GRACE) => {
+            tracing::warn!(
+                grace = ?SHUTDOWN_GRACE,
+                "connections still open (keep-alive streams or waiting acquires); stopping anyway"
+            );
+            server.abort();
+            Ok(Ok(()))
+        }
+    }
+}
+
+fn serve_error(err: ServeError) -> CliError {
+    let exit = match err {
+        ServeError::Config(_) => Exit::Usage,
+        _ => Exit::Other,
+    };
+    CliError::new(exit, err.to_string())
+}
+
+fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_owned())
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// Resolves on the first SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(err) => {
+            tracing::warn!(%err, "cannot watch SIGTERM; stop with Ctrl-C");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: shutting down"),
+        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+    }
+}
+
+/// Resolves once a TCP connection to `listen` succeeds. Never resolves for
+/// port 0 (whose real port is unknown here) or an address that was already
+/// `occupied` by another process.
+async fn wait_until_accepting(listen: SocketAddr, occupied: bool) {
+    if listen.port() == 0 || occupied {
+        return std::future::pending().await;
+    }
+    while tokio::net::TcpStream::connect(loopback(listen))
+        .await
+        .is_err()
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Where to connect to reach `listen`: an unspecified address through loopback.
+fn loopback(listen: SocketAddr) -> SocketAddr {
+    let mut target = listen;
+    if target.ip().is_unspecified() {
+        target.set_ip(match target.ip() {
+            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        });
+    }
+    target
+}

@@ -1,0 +1,234 @@
+//! `CliError`: what a failed command reports, as an exit code (see
+//! [`crate::exit`]) and one sentence for stderr. The one mapping from a
+//! server `Status` (its `ErrorDetail` reason) to an exit code lives here.
+
+use crate::exit::Exit;
+use leasehold_proto::v1::ErrorDetail;
+use prost::Message;
+
+/// A failed command: how to exit and what to tell the user.
+#[derive(Debug)]
+pub struct CliError {
+    /// The exit code.
+    pub exit: Exit,
+    /// One sentence naming the cause, printed to stderr.
+    pub message: String,
+}
+
+impl CliError {
+    /// An error with an explicit exit code.
+    pub fn new(exit: Exit, message: impl Into<String>) -> CliError {
+        CliError {
+            exit,
+            message: message.into(),
+        }
+    }
+
+    /// A usage error (exit 2) found by the CLI itself.
+    pub fn usage(message: impl Into<String>) -> CliError {
+        CliError::new(Exit::Usage, message)
+    }
+
+    /// Maps a server (or transport) status to an exit code and a sentence.
+    pub fn from_status(status: &tonic::Status) -> CliError {
+        let detail = detail(status);
+        let reason = reason(status, detail.as_ref());
+        let exit = match reason.as_deref() {
+            Some("InvalidArgument") => Exit::Usage,
+            Some("Busy" | "WaitTimeout") => Exit::Busy,
+            Some("NotHolder" | "NoSuchLock" | "LeaseNotFound" | "LeaseExpired" | "StaleToken") => {
+                Exit::Ownership
+            }
+            Some("Unavailable" | "NotLeader") => Exit::Unavailable,
+            Some(_) => Exit::Other,
+            None => exit_for_code(status.code()),
+        };
+        CliError::new(exit, message(status, detail.as_ref()))
+    }
+
+    /// Maps an `ErrorDetail` that arrived inside a reply (a keep-alive
+    /// stream's failed renewal) like a status carrying it.
+    pub fn from_detail(detail: &ErrorDetail) -> CliError {
+        let status = tonic::Status::with_details(
+            tonic::Code::Unknown,
+            detail.message.clone(),
+            detail.encode_to_vec().into(),
+        );
+        CliError::from_status(&status)
+    }
+
+    /// The server's machine-readable reason, if it sent one.
+    pub fn reason_of(status: &tonic::Status) -> Option<String> {
+        reason(status, detail(status).as_ref())
+    }
+}
+
+impl From<anyhow::Error> for CliError {
+    fn from(err: anyhow::Error) -> CliError {
+        CliError::new(Exit::Other, format!("{err:#}"))
+    }
+}
+
+/// Decodes the `ErrorDetail` carried in the status details, if any.
+pub fn detail(status: &tonic::Status) -> Option<ErrorDetail> {
+    if status.details().is_empty() {
+        return None;
+    }
+    ErrorDetail::decode(status.details()).ok()
+}
+
+fn reason(status: &tonic::Status, detail: Option<&ErrorDetail>) -> Option<String> {
+    detail
+        .map(|d| d.reason.clone())
+        .filter(|r| !r.is_empty())
+        .or_else(|| {
+            status
+                .metadata()
+                .get("leasehold-reason")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        })
+}
+
+/// Exit code for a status without a Leasehold reason (transport errors,
+/// errors from tonic itself such as an oversize message).
+fn exit_for_code(code: tonic::Code) -> Exit {
+    match code {
+        tonic::Code::InvalidArgument | tonic::Code::OutOfRange => Exit::Usage,
+        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => {
+            Exit::Unavailable
+        }
+        tonic::Code::NotFound | tonic::Code::FailedPrecondition => Exit::Ownership,
+        _ => Exit::Other,
+    }
+}
+
+/// The server's message, completed with what the detail carries when the
+/// message does not already say it (the holder's token, nearby names, the
+/// limit, the leader).
+fn message(status: &tonic::Status, detail: Option<&ErrorDetail>) -> String {
+    let mut text = status.message().trim().to_owned();
+    if text.is_empty() {
+        text = detail.map(|d| d.message.clone()).unwrap_or_default();
+    }
+    if text.is_empty() {
+        text = format!("the server answered {:?}", status.code());
+    }
+    let Some(d) = detail else { return text };
+    if d.reason == "NotHolder" || d.reason == "Busy" {
+        if d.holder_token == 0 {
+            if d.reason == "NotHolder" && !text.contains("holder") {
+                text.push_str(" (the lock has no holder now)");
+            }
+        } else if !mentions_number(&text, d.holder_token) {
+            text.push_str(&format!(
+                " (the current holder's token is {})",
+                d.holder_token
+            ));
+        }
+    }
+    let missing: Vec<&str> = d
+        .nearby
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !text.contains(n))
+        .collect();
+    if !missing.is_empty() {
+        text.push_str(&format!("; nearby names: {}", missing.join(", ")));
+    }
+    if !d.limit.is_empty() && !text.contains(&d.limit) {
+        text.push_str(&format!(" (limit {})", d.limit));
+    }
+    if !d.field.is_empty() && !text.contains(&d.field) {
+        text.push_str(&format!(" (field {})", d.field));
+    }
+    if d.reason == "NotLeader" {
+        if d.leader_addr.is_empty() {
+            text.push_str("; no leader is known: retry later or pass another --endpoints");
+        } else {
+            text.push_str(&format!(
+                "; the leader is node {} at {}",
+                d.leader_hint, d.leader_addr
+            ));
+        }
+    }
+    text
+}
+
+/// Whether `text` contains `n` as a whole number (not as digits of another).
+fn mentions_number(text: &str, n: u64) -> bool {
+    text.split(|c: char| !c.is_ascii_digit())
+        .any(|word| word.parse() == Ok(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(reason: &str, detail: ErrorDetail, code: tonic::Code, msg: &str) -> tonic::Status {
+        let mut detail = detail;
+        detail.reason = reason.into();
+        tonic::Status::with_details(code, msg, detail.encode_to_vec().into())
+    }
+
+    #[test]
+    fn maps_reasons_to_exit_codes() {
+        let cases = [
+            ("InvalidArgument", Exit::Usage),
+            ("Busy", Exit::Busy),
+            ("WaitTimeout", Exit::Busy),
+            ("NotHolder", Exit::Ownership),
+            ("NoSuchLock", Exit::Ownership),
+            ("LeaseNotFound", Exit::Ownership),
+            ("LeaseExpired", Exit::Ownership),
+            ("NotLeader", Exit::Unavailable),
+            ("Unavailable", Exit::Unavailable),
+            ("Internal", Exit::Other),
+        ];
+        for (reason, exit) in cases {
+            let s = status(reason, ErrorDetail::default(), tonic::Code::Unknown, "x");
+            assert_eq!(CliError::from_status(&s).exit, exit, "{reason}");
+        }
+        let refused = tonic::Status::unavailable("connection refused");
+        assert_eq!(CliError::from_status(&refused).exit, Exit::Unavailable);
+    }
+
+    #[test]
+    fn message_adds_nearby_names_and_holder_token() {
+        let d = ErrorDetail {
+            nearby: vec!["jobs/nightly".into()],
+            ..Default::default()
+        };
+        let s = status(
+            "NoSuchLock",
+            d,
+            tonic::Code::NotFound,
+            "no lock named \"jobs/nigthly\"",
+        );
+        assert!(CliError::from_status(&s).message.contains("jobs/nightly"));
+        let d = ErrorDetail {
+            holder_token: 42,
+            ..Default::default()
+        };
+        let s = status(
+            "NotHolder",
+            d.clone(),
+            tonic::Code::FailedPrecondition,
+            "not held",
+        );
+        assert!(CliError::from_status(&s).message.contains("42"));
+        let said = "not held by token 1042; the current holder's token is 42";
+        let s = status("NotHolder", d, tonic::Code::FailedPrecondition, said);
+        assert_eq!(CliError::from_status(&s).message, said);
+        let d = ErrorDetail::default();
+        let s = status(
+            "NotHolder",
+            d,
+            tonic::Code::FailedPrecondition,
+            "not held by token 7",
+        );
+        assert!(CliError::from_status(&s)
+            .message
+            .ends_with("(the lock has no holder now)"));
+    }
+}

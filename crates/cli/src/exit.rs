@@ -1,0 +1,42 @@
+//! Every exit code of `leasehold`, in one place (DESIGN.md §4). Scripts
+//! branch on these, so they are part of the command line's contract: a code
+//! never changes meaning.
+
+/// How `leasehold` ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// 0: the command did what it was asked.
+    Ok = 0,
+    /// 1: any error not listed below (internal server error, I/O, a bug).
+    Other = 1,
+    /// 2: usage: a bad flag or value (clap), or the server answered
+    /// `InvalidArgument` (a name, ttl or other field out of bounds).
+    Usage = 2,
+    /// 3: the lock is busy (`Busy`) or the wait for it timed out (`WaitTimeout`).
+    Busy = 3,
+    /// 4: ownership error: `NotHolder`, `NoSuchLock`, `LeaseNotFound`,
+    /// `LeaseExpired` (and, later, `StaleToken`). Retrying the same request
+    /// will not help; the caller's idea of who holds what is wrong.
+    Ownership = 4,
+    /// 5: the service is unavailable: no endpoint reachable, `Unavailable`,
+    /// `NotLeader` with no reachable leader, or no reply within `--timeout`.
+    /// Retrying later may help.
+    Unavailable = 5,
+    /// 6: the lock was lost while running a command (reserved for
+    /// `leasehold lock`, not built yet).
+    #[allow(dead_code)]
+    LockLost = 6,
+}
+
+impl Exit {
+    /// The process exit code.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+impl From<Exit> for std::process::ExitCode {
+    fn from(exit: Exit) -> Self {
+        std::process::ExitCode::from(exit.code())
+    }
+}

@@ -1,0 +1,99 @@
+//! # leasehold
+//!
+//! The `leasehold` command: `serve` runs a node; every other command is a
+//! client of the gRPC API (DESIGN.md §4). This file only parses and
+//! dispatches. Layout: [`commands`] (one file per command group),
+//! [`connect`] (endpoints, timeouts, retries), [`error`] (server status →
+//! exit code and message), [`exit`] (every exit code), [`output`] (JSON and
+//! tables), [`duration`] (duration flags), [`owner`] (who holds a lease).
+
+mod bench;
+mod commands;
+mod connect;
+mod duration;
+mod error;
+mod exit;
+mod output;
+mod owner;
+
+use clap::{Parser, Subcommand};
+use commands::{acquire, get, lease, ls, release, serve, status, Global};
+use error::CliError;
+use exit::Exit;
+use std::process::ExitCode;
+
+/// Leasehold: distributed locks with fencing tokens.
+#[derive(Parser, Debug)]
+#[command(name = "leasehold", version, about)]
+struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Runs a server node until SIGINT or SIGTERM.
+    Serve(serve::ServeArgs),
+    /// Grants, renews, revokes or describes leases.
+    Lease {
+        #[command(subcommand)]
+        cmd: lease::LeaseCmd,
+    },
+    /// Acquires a lock once (granting a fresh lease unless --lease) and exits.
+    Acquire(acquire::AcquireArgs),
+    /// Releases a lock held by (lease, token).
+    Release(release::ReleaseArgs),
+    /// Describes one lock.
+    Get(get::GetArgs),
+    /// Lists locks by name prefix.
+    Ls(ls::LsArgs),
+    /// Shows the cluster as the answering node sees it.
+    Status(status::StatusArgs),
+    /// Measures throughput and latency against a server.
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and version exit 0; usage errors exit 2 (Exit::Usage).
+        Err(err) => err.exit(),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            return Exit::Other.into();
+        }
+    };
+    let outcome = runtime.block_on(run(cli));
+    // Do not wait for stragglers (a server task stuck on an open stream, a
+    // blocking thread): everything that must be durable already is.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match outcome {
+        Ok(()) => Exit::Ok.into(),
+        Err(err) => {
+            eprintln!("error: {}", err.message);
+            err.exit.into()
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), CliError> {
+    let global = &cli.global;
+    match cli.command {
+        Command::Serve(args) => serve::run(args).await,
+        Command::Lease { cmd } => lease::run(cmd, global).await,
+        Command::Acquire(args) => acquire::run(args, global).await,
+        Command::Release(args) => release::run(args, global).await,
+        Command::Get(args) => get::run(args, global).await,
+        Command::Ls(args) => ls::run(args, global).await,
+        Command::Status(args) => status::run(args, global).await,
+        Command::Bench(args) => bench::run(args).await.map_err(CliError::from),
+    }
+}

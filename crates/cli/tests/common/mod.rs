@@ -1,0 +1,251 @@
+//! Shared helpers of the CLI integration tests: start a real `leasehold
+//! serve` on an ephemeral port with a fresh data directory, run client
+//! commands against it, and poll for conditions with a deadline (never a
+//! fixed sleep). The server is killed when its handle drops; if the test is
+//! failing, its log is printed.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `leasehold` binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_leasehold");
+
+/// Bound on server start-up (election of the single node included).
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A free TCP port on loopback (bound, read, released).
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// Polls `check` every 20 ms until it returns `Some`, or panics after `limit`
+/// naming `what`.
+pub fn wait_for<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// One finished CLI invocation.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    fn from_output(args: &[&str], out: Output) -> Run {
+        let run = Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        };
+        let shown: Vec<String> = args.iter().map(|a| abbreviate(a)).collect();
+        eprintln!("$ leasehold {} -> exit {}", shown.join(" "), run.code);
+        if !run.stderr.is_empty() {
+            eprintln!("  stderr: {}", abbreviate(run.stderr.trim()));
+        }
+        run
+    }
+
+    /// Stdout as exactly one JSON document.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim())
+            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {:?}", self.stdout))
+    }
+
+    /// Asserts the exit code, showing the output if it differs.
+    pub fn expect_code(&self, code: i32) -> &Run {
+        assert_eq!(self.code, code, "unexpected exit code; {self:?}");
+        self
+    }
+}
+
+fn abbreviate(text: &str) -> String {
+    if text.len() > 200 {
+        let cut = (0..=200)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        format!("{}...({} bytes)", &text[..cut], text.len())
+    } else {
+        text.to_owned()
+    }
+}
+
+/// Every decimal number in `text` (to check that a message names a token
+/// without matching a digit inside another number).
+pub fn numbers(text: &str) -> Vec<u64> {
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|s| s.parse().ok())
+        .collect()
+}
+
+/// A running `leasehold serve`.
+pub struct Server {
+    child: Option<Child>,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    /// Its data directory.
+    pub data_dir: PathBuf,
+    /// Where its stderr goes.
+    log: PathBuf,
+    /// Owns the data directory when the server made it.
+    _data: Option<tempfile::TempDir>,
+    /// Owns the log directory.
+    _logs: tempfile::TempDir,
+}
+
+impl Server {
+    /// Starts a server on a free port with a fresh data directory.
+    pub fn start() -> Server {
+        let data = tempfile::tempdir().expect("tempdir");
+        let mut server = Server::start_in(data.path(), free_port());
+        server._data = Some(data);
+        server
+    }
+
+    /// Starts a server on `port` with the data directory `data_dir` (which
+    /// may hold the state of an earlier run), and waits until it answers.
+    pub fn start_in(data_dir: &Path, port: u16) -> Server {
+        let logs = tempfile::tempdir().expect("tempdir");
+        let log = logs.path().join("server.log");
+        let log_file = std::fs::File::create(&log).expect("create log");
+        let listen = format!("127.0.0.1:{port}");
+        let child = Command::new(BIN)
+            .args(["serve", "--listen", &listen, "--data-dir"])
+            .arg(data_dir)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file)
+            .spawn()
+            .expect("spawn leasehold serve");
+        let mut server = Server {
+            child: Some(child),
+            port,
+            data_dir: data_dir.to_owned(),
+            log,
+            _data: None,
+            _logs: logs,
+        };
+        server.await_ready();
+        server
+    }
+
+    fn await_ready(&mut self) {
+        let started = Instant::now();
+        wait_for(
+            "the server to answer status with a leader",
+            START_TIMEOUT,
+            || {
+                if let Some(exit) = self
+                    .child
+                    .as_mut()
+                    .and_then(|c| c.try_wait().ok().flatten())
+                {
+                    panic!(
+                        "leasehold serve exited early ({exit}); log:\n{}",
+                        self.log_text()
+                    );
+                }
+                let out = self
+                    .command(&["--timeout", "1s", "status", "--json"])
+                    .output()
+                    .ok()?;
+                if !out.status.success() {
+                    return None;
+                }
+                let status: Value = serde_json::from_slice(&out.stdout).ok()?;
+                (status["leader"].as_u64().unwrap_or(0) != 0).then_some(())
+            },
+        );
+        eprintln!(
+            "server on port {} ready after {:?}",
+            self.port,
+            started.elapsed()
+        );
+    }
+
+    /// The endpoint URL.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// A `leasehold` command aimed at this server.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("--endpoints").arg(self.endpoint()).args(args);
+        cmd.env_remove("LEASEHOLD_ENDPOINTS").stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs a command to completion.
+    pub fn cli(&self, args: &[&str]) -> Run {
+        let out = self.command(args).output().expect("run leasehold");
+        Run::from_output(args, out)
+    }
+
+    /// Runs a command that must exit 0 and print one JSON document.
+    pub fn ok_json(&self, args: &[&str]) -> Value {
+        self.cli(args).expect_code(0).json()
+    }
+
+    /// Starts a command in the background with its output captured.
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn leasehold")
+    }
+
+    /// Kills the server with SIGKILL (no shutdown path runs) and reaps it.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// The server's log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill9();
+        if std::thread::panicking() {
+            let log = self.log_text();
+            let tail: Vec<&str> = log.lines().rev().take(60).collect();
+            eprintln!("--- server log (last 60 lines) ---");
+            for line in tail.into_iter().rev() {
+                eprintln!("{line}");
+            }
+        }
+    }
+}
+
+/// Waits for a background command to finish, bounded by `limit`.
+pub fn finish(mut child: Child, what: &str, limit: Duration) -> Run {
+    wait_for(what, limit, || child.try_wait().ok().flatten());
+    let out = child.wait_with_output().expect("collect output");
+    Run::from_output(&[what], out)
+}

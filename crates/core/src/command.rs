@@ -1,0 +1,192 @@
+//! Commands: the only way state changes. Each is validated at construction
+//! (`validate`), proposed through the replicated log, and applied identically
+//! on every replica by [`crate::State::apply`].
+
+use crate::{limits, LeaseId, LockError, LockName, RequestId, Token};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Who holds a lease: shown by `ls`, `get` and diagnostics so an operator can
+/// tell a live renewer from an orphan.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnerInfo {
+    /// A human name for the owner (service or job name).
+    pub owner: String,
+    /// Host the owner runs on.
+    pub host: String,
+    /// Process id on that host (0 if unknown).
+    pub pid: u32,
+    /// Process start time, Unix ms (0 if unknown); with `pid` it identifies
+    /// the process even after pid reuse.
+    pub process_start_unix_ms: u64,
+    /// Free-form labels.
+    pub labels: BTreeMap<String, String>,
+}
+
+impl OwnerInfo {
+    /// Checks field sizes against [`limits`].
+    pub fn validate(&self) -> Result<(), LockError> {
+        check_text("owner.owner", &self.owner, limits::OWNER_FIELD_BYTES_MAX)?;
+        check_text("owner.host", &self.host, limits::OWNER_FIELD_BYTES_MAX)?;
+        check_map("owner.labels", &self.labels)
+    }
+}
+
+/// Arguments of an acquire.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Acquire {
+    /// The lease that will hold the lock.
+    pub lease: LeaseId,
+    /// The lock.
+    pub name: LockName,
+    /// 0: fail with Busy if held. >0: queue FIFO (the deadline is the server's).
+    pub wait_ms: u64,
+    /// Idempotency key.
+    pub request_id: Option<RequestId>,
+    /// The holder declares that the protected resource checks tokens.
+    pub fenced: bool,
+    /// After the holder's lease *expires* (not on release), keep the lock
+    /// unavailable this long, so a paused holder's in-flight writes land first.
+    pub lock_delay_ms: u64,
+    /// 0: no limit. Otherwise the server releases the lock after this long.
+    pub max_hold_ms: u64,
+    /// Free-form metadata shown with the holder.
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl Acquire {
+    /// Checks bounds against [`limits`].
+    pub fn validate(&self) -> Result<(), LockError> {
+        check_max("wait_ms", self.wait_ms, limits::WAIT_MS_MAX, "WAIT_MS_MAX")?;
+        check_max(
+            "lock_delay_ms",
+            self.lock_delay_ms,
+            limits::LOCK_DELAY_MS_MAX,
+            "LOCK_DELAY_MS_MAX",
+        )?;
+        check_max(
+            "max_hold_ms",
+            self.max_hold_ms,
+            limits::MAX_HOLD_MS_MAX,
+            "MAX_HOLD_MS_MAX",
+        )?;
+        check_map("metadata", &self.metadata)
+    }
+}
+
+/// One state change. Commands marked "leader timer" are proposed only by the
+/// leader's timer layer, never by clients.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Command {
+    /// Create a lease. Its id is the revision of this grant.
+    GrantLease {
+        ttl_ms: u64,
+        owner: OwnerInfo,
+        request_id: Option<RequestId>,
+    },
+    /// Record a renewal. Does not advance the revision.
+    KeepAlive { lease: LeaseId },
+    /// Delete a lease and release everything it holds or waits for.
+    RevokeLease {
+        lease: LeaseId,
+        request_id: Option<RequestId>,
+    },
+    /// Leader timer: the lease was not renewed within its ttl. Applies only
+    /// if the lease's renewal count is still `renewals` (no keep-alive was
+    /// applied since the leader decided).
+    ExpireLease { lease: LeaseId, renewals: u64 },
+    /// Acquire a lock, or queue for it.
+    Acquire(Acquire),
+    /// Release a lock held by (lease, token).
+    Release {
+        lease: LeaseId,
+        name: LockName,
+        token: Token,
+        request_id: Option<RequestId>,
+    },
+    /// A waiter's deadline passed or its caller went away: leave the queue.
+    CancelWait { lease: LeaseId, name: LockName },
+    /// Leader timer: the lock delay that began when the holder with `token`
+    /// expired is over.
+    EndLockDelay { name: LockName, token: Token },
+    /// Leader timer: the holder with `token` exceeded its `max_hold_ms`.
+    EndHold { name: LockName, token: Token },
+}
+
+impl Command {
+    /// Checks a client-proposed command's arguments against [`limits`].
+    pub fn validate(&self) -> Result<(), LockError> {
+        match self {
+            Command::GrantLease { ttl_ms, owner, .. } => {
+                check_ttl(*ttl_ms)?;
+                owner.validate()
+            }
+            Command::Acquire(acquire) => acquire.validate(),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Checks a lease ttl against [`limits::TTL_MS_MIN`] and [`limits::TTL_MS_MAX`].
+pub fn check_ttl(ttl_ms: u64) -> Result<(), LockError> {
+    if !(limits::TTL_MS_MIN..=limits::TTL_MS_MAX).contains(&ttl_ms) {
+        return Err(LockError::invalid(
+            "ttl_ms",
+            format!(
+                "{ttl_ms} ms is outside TTL_MS_MIN..=TTL_MS_MAX ({}..={} ms)",
+                limits::TTL_MS_MIN,
+                limits::TTL_MS_MAX
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_max(field: &str, value: u64, max: u64, limit: &str) -> Result<(), LockError> {
+    if value > max {
+        return Err(LockError::invalid(
+            field,
+            format!("{value} exceeds the limit {limit} ({max})"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_text(field: &str, value: &str, max: usize) -> Result<(), LockError> {
+    if value.len() > max {
+        return Err(LockError::invalid(
+            field,
+            format!("is {} bytes; the limit is {max}", value.len()),
+        ));
+    }
+    if value.chars().any(|c| c.is_control()) {
+        return Err(LockError::invalid(field, "contains a control character"));
+    }
+    Ok(())
+}
+
+fn check_map(field: &str, map: &BTreeMap<String, String>) -> Result<(), LockError> {
+    if map.len() > limits::LABELS_MAX {
+        return Err(LockError::invalid(
+            field,
+            format!(
+                "has {} entries; the limit LABELS_MAX is {}",
+                map.len(),
+                limits::LABELS_MAX
+            ),
+        ));
+    }
+    for (key, value) in map {
+        if key.len() + value.len() > limits::LABEL_BYTES_MAX {
+            return Err(LockError::invalid(
+                field,
+                format!(
+                    "entry {key:?} is {} bytes; the limit LABEL_BYTES_MAX is {}",
+                    key.len() + value.len(),
+                    limits::LABEL_BYTES_MAX
+                ),
+            ));
+        }
+    }
+    Ok(())
+}

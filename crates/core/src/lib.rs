@@ -1,0 +1,46 @@
+//! # leasehold-core
+//!
+//! The pure Leasehold state machine: leases, locks, FIFO waiters and fencing
+//! tokens. It does no I/O, reads no clock and never awaits: time enters as an
+//! argument (`at_unix_ms`, the proposer's wall time carried in the log entry,
+//! used only for display) and lease expiry arrives as a command from the
+//! server's timer layer. Every replica applies the same commands in the same
+//! order and reaches the same state, which is what makes Raft replication of
+//! it sound.
+//!
+//! Layout: [`command`] (what may change), [`outcome`] (what a change
+//! produced), [`State`] (the tables and `apply`), [`LockName`] (the one way to
+//! build a name), [`limits`] (every bound, by name), [`LockError`].
+//!
+//! ```
+//! use leasehold_core::{Command, OwnerInfo, Reply, State};
+//!
+//! let mut state = State::default();
+//! let granted = state.apply(
+//!     Command::GrantLease { ttl_ms: 10_000, owner: OwnerInfo::default(), request_id: None },
+//!     0,
+//! );
+//! let Ok(Reply::LeaseGranted { lease, .. }) = granted.outcome else { panic!() };
+//! assert_eq!(lease.0, granted.revision.0);
+//! ```
+
+pub mod command;
+mod dedup;
+mod error;
+mod ids;
+mod lease;
+pub mod limits;
+mod lock;
+mod name;
+mod nearby;
+pub mod outcome;
+mod state;
+
+pub use command::{Acquire, Command, OwnerInfo};
+pub use error::LockError;
+pub use ids::{LeaseId, RequestId, Revision, Token};
+pub use lease::Lease;
+pub use lock::{Holder, Lock, LockDelay, Waiter};
+pub use name::LockName;
+pub use outcome::{Applied, Effect, FreeCause, Outcome, Reply, WaitEndCause};
+pub use state::{FailedRelease, State};

@@ -1,0 +1,44 @@
+//! Every limit Leasehold enforces, in one place. Each is checked at the
+//! boundary (validation of a command before it is proposed, or the core's
+//! apply for limits that depend on state) and named in its error, so an
+//! operator reading an error can find the limit here by its name.
+
+/// Longest lock name, in bytes.
+pub const NAME_BYTES_MAX: usize = 512;
+/// Shortest lease ttl: below this a keep-alive cannot reliably arrive in time.
+pub const TTL_MS_MIN: u64 = 1_000;
+/// Longest lease ttl (one day).
+pub const TTL_MS_MAX: u64 = 86_400_000;
+/// Longest time an acquire may wait in the queue (one hour).
+pub const WAIT_MS_MAX: u64 = 3_600_000;
+/// Longest lock delay after a holder's lease expires (one minute).
+pub const LOCK_DELAY_MS_MAX: u64 = 60_000;
+/// Longest server-enforced hold time (one day).
+pub const MAX_HOLD_MS_MAX: u64 = 86_400_000;
+/// Waiters queued on one lock.
+pub const WAITERS_PER_LOCK_MAX: usize = 1_024;
+/// Locks held plus waits queued by one lease.
+pub const LOCKS_PER_LEASE_MAX: usize = 1_024;
+/// Live leases in the whole state.
+pub const LEASES_MAX: usize = 1_000_000;
+/// Longest request id, in bytes.
+pub const REQUEST_ID_BYTES_MAX: usize = 64;
+/// Request ids remembered per lease for idempotent retries (oldest forgotten first).
+pub const DEDUP_PER_LEASE_MAX: usize = 64;
+/// Owner name, host name: bytes each.
+pub const OWNER_FIELD_BYTES_MAX: usize = 256;
+/// Labels on a lease owner, and metadata entries on a lock.
+pub const LABELS_MAX: usize = 32;
+/// Bytes of one label (or metadata) key plus its value.
+pub const LABEL_BYTES_MAX: usize = 512;
+/// Recently expired lease ids remembered, so a late keep-alive hears
+/// "expired" rather than "not found".
+pub const EXPIRED_LEASES_REMEMBERED: usize = 4_096;
+/// Failed releases remembered for diagnosis.
+pub const FAILED_RELEASES_REMEMBERED: usize = 256;
+/// Names suggested in a NoSuchLock error.
+pub const NEARBY_NAMES_MAX: usize = 3;
+/// Largest gRPC request message, in bytes.
+pub const REQUEST_BYTES_MAX: usize = 64 * 1024;
+/// Locks returned by one List call.
+pub const LIST_LOCKS_MAX: usize = 10_000;

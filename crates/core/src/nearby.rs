@@ -1,0 +1,195 @@
+//! Suggestions for a `NoSuchLock` error: existing lock names that look like
+//! the one asked for. A release sent to a slightly wrong key is a classic
+//! incident; naming the near miss turns it into a one-line fix.
+//!
+//! This runs inside `apply`, so its cost is bounded however large the lock
+//! table and however long the names: it looks only at a bounded set of
+//! candidates (the whole table when small, else names sharing the first path
+//! segment plus the neighbours in name order) and stops when a budget of
+//! edit-distance cells is spent. The result is deterministic, like all of
+//! `apply`.
+
+use crate::{limits, LockName};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
+
+/// Tables up to this size are scanned whole.
+const SCAN_ALL_MAX: usize = 1_024;
+/// Otherwise: at most this many names sharing the first path segment...
+const SAME_SEGMENT_MAX: usize = 1_024;
+/// ...plus this many names on either side of the asked-for name.
+const NEIGHBOURS_MAX: usize = 64;
+/// Edit-distance table cells computed per suggestion, at most.
+const CELLS_BUDGET: usize = 2_000_000;
+
+/// Up to [`limits::NEARBY_NAMES_MAX`] names from `table` most similar to
+/// `wanted`: smallest edit distance (with transpositions) first, ties broken
+/// by longest common prefix, then name order. A name qualifies if its
+/// distance is at most max(3, len/4) or it has the same parent path.
+pub(crate) fn nearby_names<V>(table: &BTreeMap<LockName, V>, wanted: &str) -> Vec<String> {
+    let wanted_chars: Vec<char> = wanted.chars().collect();
+    let bound = (wanted_chars.len() / 4).max(3);
+    let wanted_parent = parent(wanted);
+    let mut budget = CELLS_BUDGET;
+    let mut scored: Vec<(usize, Reverse<usize>, &str)> = Vec::new();
+    for name in candidates(table, wanted) {
+        let same_parent = wanted_parent.is_some() && parent(name) == wanted_parent;
+        let chars: Vec<char> = name.chars().collect();
+        if !same_parent && chars.len().abs_diff(wanted_chars.len()) > bound {
+            continue;
+        }
+        let cells = (chars.len() + 1) * (wanted_chars.len() + 1);
+        if cells > budget {
+            break;
+        }
+        budget -= cells;
+        let distance = bounded_distance(&wanted_chars, &chars, bound);
+        if distance.is_none() && !same_parent {
+            continue;
+        }
+        let common = common_prefix_chars(wanted, name);
+        scored.push((distance.unwrap_or(usize::MAX), Reverse(common), name));
+    }
+    scored.sort_unstable();
+    scored
+        .into_iter()
+        .take(limits::NEARBY_NAMES_MAX)
+        .map(|(_, _, name)| name.to_owned())
+        .collect()
+}
+
+/// The names worth comparing with `wanted`, in name order, without `wanted`.
+fn candidates<'a, V>(table: &'a BTreeMap<LockName, V>, wanted: &str) -> BTreeSet<&'a str> {
+    let names = |range: (Bound<&str>, Bound<&str>)| {
+        table.range::<str, _>(range).map(|(name, _)| name.as_str())
+    };
+    let mut out = BTreeSet::new();
+    if table.len() <= SCAN_ALL_MAX {
+        out.extend(table.keys().map(LockName::as_str));
+    } else {
+        if let Some(slash) = wanted.find('/') {
+            let segment = &wanted[..=slash];
+            let same = names((Bound::Included(segment), Bound::Unbounded))
+                .take_while(|name| name.starts_with(segment))
+                .take(SAME_SEGMENT_MAX);
+            out.extend(same);
+        }
+        let before = names((Bound::Unbounded, Bound::Excluded(wanted)));
+        out.extend(before.rev().take(NEIGHBOURS_MAX));
+        let after = names((Bound::Excluded(wanted), Bound::Unbounded));
+        out.extend(after.take(NEIGHBOURS_MAX));
+    }
+    out.remove(wanted);
+    out
+}
+
+/// Everything up to and including the last `/`, if there is one.
+fn parent(name: &str) -> Option<&str> {
+    name.rfind('/').map(|slash| &name[..=slash])
+}
+
+fn common_prefix_chars(a: &str, b: &str) -> usize {
+    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
+}
+
+/// Optimal-string-alignment distance (Levenshtein plus adjacent
+/// transpositions) between `a` and `b`, or `None` once it must exceed `bound`.
+fn bounded_distance(a: &[char], b: &[char], bound: usize) -> Option<usize> {
+    let n = b.len();
+    let mut before_previous = vec![0; n + 1];
+    let mut previous: Vec<usize> = (0..=n).collect();
+    let mut current = vec![0; n + 1];
+    let mut previous_min = 0;
+    for i in 1..=a.len() {
+        current[0] = i;
+        let mut row_min = i;
+        for j in 1..=n {
+            let substitution = previous[j - 1] + usize::from(a[i - 1] != b[j - 1]);
+            let mut cell = substitution.min(previous[j] + 1).min(current[j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                cell = cell.min(before_previous[j - 2] + 1);
+            }
+            current[j] = cell;
+            row_min = row_min.min(cell);
+        }
+        // Every cell is at least the minimum of the two rows above it, so
+        // two rows past the bound mean the distance is past it too.
+        if row_min > bound && previous_min > bound {
+            return None;
+        }
+        previous_min = row_min;
+        std::mem::swap(&mut before_previous, &mut previous);
+        std::mem::swap(&mut previous, &mut current);
+    }
+    Some(previous[n]).filter(|&distance| distance <= bound)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(names: &[&str]) -> BTreeMap<LockName, ()> {
+        names
+            .iter()
+            .map(|n| (LockName::parse(n).unwrap(), ()))
+            .collect()
+    }
+
+    fn distance(a: &str, b: &str) -> Option<usize> {
+        let a: Vec<char> = a.chars().collect();
+        let b: Vec<char> = b.chars().collect();
+        bounded_distance(&a, &b, 10)
+    }
+
+    #[test]
+    fn distance_counts_edits_and_transpositions() {
+        assert_eq!(distance("nightly", "nightly"), Some(0));
+        assert_eq!(distance("nightly", "nigthly"), Some(1));
+        assert_eq!(distance("nightly", "nighty"), Some(1));
+        assert_eq!(distance("kitten", "sitting"), Some(3));
+        assert_eq!(distance("", "abc"), Some(3));
+        assert_eq!(distance("a", &"b".repeat(20)), None);
+    }
+
+    #[test]
+    fn transposed_name_suggests_the_real_one_first() {
+        let t = table(&[
+            "jobs/nightly",
+            "jobs/weekly",
+            "db/migrate",
+            "jobs/nightly-2",
+        ]);
+        let nearby = nearby_names(&t, "jobs/nigthly");
+        assert_eq!(nearby[0], "jobs/nightly");
+        assert!(nearby.len() <= limits::NEARBY_NAMES_MAX);
+        assert!(!nearby.contains(&"db/migrate".to_owned()));
+    }
+
+    #[test]
+    fn same_parent_qualifies_even_when_far() {
+        let t = table(&["jobs/weekly-report-generation", "other/x"]);
+        assert_eq!(
+            nearby_names(&t, "jobs/a"),
+            vec!["jobs/weekly-report-generation".to_owned()]
+        );
+    }
+
+    #[test]
+    fn unrelated_names_are_not_suggested() {
+        let t = table(&["payments/ledger", "db/migrate"]);
+        assert!(nearby_names(&t, "jobs/nightly").is_empty());
+    }
+
+    #[test]
+    fn large_tables_still_find_neighbours_and_same_segment_names() {
+        let mut names: Vec<String> = (0..5_000).map(|i| format!("bulk/{i:05}")).collect();
+        names.push("jobs/nightly".to_owned());
+        let t: BTreeMap<LockName, ()> = names
+            .iter()
+            .map(|n| (LockName::parse(n).unwrap(), ()))
+            .collect();
+        assert_eq!(nearby_names(&t, "jobs/nigthly")[0], "jobs/nightly");
+        assert_eq!(nearby_names(&t, "bulk/04999x")[0], "bulk/04999");
+    }
+}

@@ -1,0 +1,102 @@
+//! What applying a command produced: the caller's reply (or error), and the
+//! effects the server reacts to (wake a waiter, arm or disarm a timer).
+
+use crate::{LeaseId, LockError, LockName, Revision, Token};
+use serde::{Deserialize, Serialize};
+
+/// The caller's result of one command.
+pub type Outcome = Result<Reply, LockError>;
+
+/// Everything one `apply` produced.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Applied {
+    /// The state's revision after this command.
+    pub revision: Revision,
+    /// What the proposer of the command is told.
+    pub outcome: Outcome,
+    /// Side effects for the server: waiters to wake, timers to arm or disarm.
+    pub effects: Vec<Effect>,
+}
+
+/// A successful command's reply.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Reply {
+    /// A lease was granted (or a retried grant found its first outcome).
+    LeaseGranted { lease: LeaseId, ttl_ms: u64 },
+    /// A keep-alive was recorded.
+    KeptAlive { lease: LeaseId, ttl_ms: u64 },
+    /// The lease is gone; these locks were released by it.
+    LeaseEnded { released: Vec<LockName> },
+    /// The caller holds the lock under `token`.
+    Acquired {
+        token: Token,
+        /// The lease already held this lock; `token` is the existing one.
+        already_held: bool,
+    },
+    /// The caller is queued; the grant arrives later as
+    /// [`Effect::LockGranted`]. `position` 1 is the head.
+    Queued { position: u32 },
+    /// The lock was released.
+    Released,
+    /// The waiter left the queue (or was not queued). If the lease holds the
+    /// lock by now (granted before the cancel applied), `holder_token` says so.
+    WaitEnded { holder_token: Option<Token> },
+    /// A timer command applied (or found nothing left to do).
+    TimerApplied,
+}
+
+/// Why a holder stopped holding a lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FreeCause {
+    Released,
+    LeaseRevoked,
+    LeaseExpired,
+    MaxHoldExceeded,
+}
+
+/// Why a waiter left a queue without being granted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WaitEndCause {
+    Cancelled,
+    LeaseRevoked,
+    LeaseExpired,
+}
+
+/// A side effect of applying a command, for the server's waiter registry,
+/// timer layer, metrics and event log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Effect {
+    /// A lease was granted or renewed: (re)arm its expiry timer at apply time + ttl.
+    LeaseRenewed { lease: LeaseId, ttl_ms: u64 },
+    /// A lease is gone (revoked or expired): disarm its timer.
+    LeaseEnded { lease: LeaseId, expired: bool },
+    /// `lease` now holds `name` under `token`. `from_queue`: a waiter was
+    /// granted (wake it). `max_hold_ms` > 0: arm the hold timer.
+    LockGranted {
+        name: LockName,
+        lease: LeaseId,
+        token: Token,
+        from_queue: bool,
+        max_hold_ms: u64,
+    },
+    /// The holder `lease` with `token` stopped holding `name`.
+    LockFreed {
+        name: LockName,
+        lease: LeaseId,
+        token: Token,
+        cause: FreeCause,
+    },
+    /// A waiter left the queue without a grant (wake it with an error).
+    WaiterRemoved {
+        name: LockName,
+        lease: LeaseId,
+        cause: WaitEndCause,
+    },
+    /// `name` is unavailable for `delay_ms` because the holder with `token`
+    /// expired: arm a timer that proposes `EndLockDelay { name, token }`.
+    LockDelayStarted {
+        name: LockName,
+        token: Token,
+        delay_ms: u64,
+    },
+}

@@ -1,0 +1,288 @@
+//! The replicated state and `apply`.
+//!
+//! `State` owns every table (leases, locks, idempotency and diagnostic
+//! memories) and the revision. `apply` is the only mutator: it dispatches a
+//! command to the lease or lock half (`state/leases.rs`, `state/locks.rs`) and
+//! returns what happened as data. Everything is ordered (`BTreeMap`,
+//! `VecDeque`), so every replica that applies the same commands reaches the
+//! same state and produces the same [`Applied`] list.
+//!
+//! Revision rule: a command that changes lease or lock tables bumps the
+//! revision exactly once, before any grant, so every grant of that command
+//! gets `token == revision`. Keep-alives, errors and no-op timers do not bump.
+
+mod leases;
+mod locks;
+#[cfg(test)]
+mod test_support;
+#[cfg(test)]
+mod tests_leases;
+#[cfg(test)]
+mod tests_locks;
+#[cfg(test)]
+mod tests_timers;
+
+use crate::{
+    limits, Applied, Command, Lease, LeaseId, Lock, LockError, LockName, Outcome, RequestId,
+    Revision, Token,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// A release that failed, remembered for diagnosis (releases sent to the
+/// wrong key or with a stale token are a classic incident).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedRelease {
+    /// The lock the release named.
+    pub name: LockName,
+    /// The lease the release named.
+    pub lease: LeaseId,
+    /// The token the release named.
+    pub token: Token,
+    /// Proposer's wall time of the release (display only).
+    pub at_unix_ms: u64,
+    /// The error the caller was told, as text.
+    pub error: String,
+}
+
+/// All leases and locks, and the revision.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    /// Strictly increasing; the source of lease ids and fencing tokens.
+    revision: Revision,
+    /// Live leases.
+    leases: BTreeMap<LeaseId, Lease>,
+    /// Locks that are held, waited for or delayed; no other lock is stored.
+    locks: BTreeMap<LockName, Lock>,
+    /// Request id of each live lease's grant, so a retried grant finds its
+    /// lease instead of creating an orphan. Bounded by `LEASES_MAX`: an entry
+    /// leaves with its lease.
+    grant_requests: BTreeMap<RequestId, LeaseId>,
+    /// The last `EXPIRED_LEASES_REMEMBERED` expired lease ids, oldest first,
+    /// so a late keep-alive hears "expired" rather than "not found".
+    expired_order: VecDeque<LeaseId>,
+    /// The same ids as `expired_order`, for lookup.
+    expired: BTreeSet<LeaseId>,
+    /// The last `FAILED_RELEASES_REMEMBERED` failed releases, oldest first.
+    failed_releases: VecDeque<FailedRelease>,
+}
+
+impl State {
+    /// Applies one command at the proposer's wall time `at_unix_ms` (display only).
+    pub fn apply(&mut self, command: Command, at_unix_ms: u64) -> Applied {
+        let revision_before = self.revision;
+        let mut effects = Vec::new();
+        let outcome = match command {
+            Command::GrantLease {
+                ttl_ms,
+                owner,
+                request_id,
+            } => self.grant_lease(ttl_ms, owner, request_id, at_unix_ms, &mut effects),
+            Command::KeepAlive { lease } => self.keep_alive(lease, at_unix_ms, &mut effects),
+            Command::RevokeLease { lease, .. } => match self.leases.contains_key(&lease) {
+                true => Ok(self.end_lease(lease, false, at_unix_ms, &mut effects)),
+                false => Err(self.lease_gone(lease)),
+            },
+            Command::ExpireLease { lease, renewals } => {
+                match self.leases.get(&lease).map(|row| row.renewals) {
+                    Some(current) if current == renewals => {
+                        Ok(self.end_lease(lease, true, at_unix_ms, &mut effects))
+                    }
+                    _ => Ok(crate::Reply::TimerApplied),
+                }
+            }
+            Command::Acquire(acquire) => self.acquire(acquire, at_unix_ms, &mut effects),
+            Command::Release {
+                lease,
+                name,
+                token,
+                request_id,
+            } => self.release(lease, name, token, request_id, at_unix_ms, &mut effects),
+            Command::CancelWait { lease, name } => Ok(self.cancel_wait(lease, &name, &mut effects)),
+            Command::EndLockDelay { name, token } => {
+                Ok(self.end_lock_delay(&name, token, at_unix_ms, &mut effects))
+            }
+            Command::EndHold { name, token } => {
+                Ok(self.end_hold(&name, token, at_unix_ms, &mut effects))
+            }
+        };
+        // Negative space: the revision moves by at most one per command, and
+        // a command that produced no lease or lock change left it alone.
+        assert!(self.revision.0 - revision_before.0 <= 1);
+        assert!(outcome.is_ok() || self.revision == revision_before);
+        Applied {
+            revision: self.revision,
+            outcome,
+            effects,
+        }
+    }
+
+    /// Advances the revision by one and returns the token a grant made by
+    /// the current command receives.
+    fn bump(&mut self) -> Token {
+        self.revision = Revision(
+            self.revision
+                .0
+                .checked_add(1)
+                .expect("revision overflowed u64"),
+        );
+        Token(self.revision.0)
+    }
+
+    /// The error for a lease id that is not live: expired (recently) or not found.
+    fn lease_gone(&self, lease: LeaseId) -> LockError {
+        if self.expired.contains(&lease) {
+            LockError::LeaseExpired { lease }
+        } else {
+            LockError::LeaseNotFound { lease }
+        }
+    }
+
+    /// Remembers that `lease` expired, forgetting the oldest beyond the limit.
+    fn remember_expired(&mut self, lease: LeaseId) {
+        if self.expired.insert(lease) {
+            self.expired_order.push_back(lease);
+        }
+        if self.expired_order.len() > limits::EXPIRED_LEASES_REMEMBERED {
+            let oldest = self.expired_order.pop_front().expect("non-empty");
+            self.expired.remove(&oldest);
+        }
+        assert_eq!(self.expired.len(), self.expired_order.len());
+    }
+
+    /// The outcome a lease remembers for `request_id`, if any.
+    fn remembered(&self, lease: LeaseId, request_id: &Option<RequestId>) -> Option<Outcome> {
+        let id = request_id.as_ref()?;
+        self.leases.get(&lease)?.dedup.get(id).cloned()
+    }
+
+    /// Records `outcome` under `request_id` in the lease's dedup memory (if
+    /// the lease is still live and the request carried an id).
+    fn remember(&mut self, lease: LeaseId, request_id: Option<RequestId>, outcome: &Outcome) {
+        if let (Some(id), Some(row)) = (request_id, self.leases.get_mut(&lease)) {
+            row.dedup.remember(id, outcome.clone());
+        }
+    }
+
+    /// Existing lock names that look like `wanted` (for NoSuchLock errors).
+    pub fn nearby_names(&self, wanted: &LockName) -> Vec<String> {
+        crate::nearby::nearby_names(&self.locks, wanted.as_str())
+    }
+
+    /// The current revision.
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
+    /// A live lease.
+    pub fn lease(&self, id: LeaseId) -> Option<&Lease> {
+        self.leases.get(&id)
+    }
+
+    /// All live leases, by id.
+    pub fn leases(&self) -> impl Iterator<Item = &Lease> {
+        self.leases.values()
+    }
+
+    /// Number of live leases.
+    pub fn lease_count(&self) -> usize {
+        self.leases.len()
+    }
+
+    /// A lock that is held, waited for or delayed.
+    pub fn lock(&self, name: &LockName) -> Option<&Lock> {
+        self.locks.get(name)
+    }
+
+    /// All locks that are held, waited for or delayed, in name order.
+    pub fn locks(&self) -> impl Iterator<Item = &Lock> {
+        self.locks.values()
+    }
+
+    /// Number of locks that are held, waited for or delayed.
+    pub fn lock_count(&self) -> usize {
+        self.locks.len()
+    }
+
+    /// Locks in their lock delay, in name order (a new leader re-arms their
+    /// `EndLockDelay` timers from this).
+    pub fn delayed_locks(&self) -> impl Iterator<Item = &Lock> {
+        self.locks.values().filter(|lock| lock.delay.is_some())
+    }
+
+    /// Locks whose name starts with `prefix` (byte-wise), in name order.
+    pub fn locks_with_prefix<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = &'a Lock> + 'a {
+        self.locks
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(move |(name, _)| name.as_str().starts_with(prefix))
+            .map(|(_, lock)| lock)
+    }
+
+    /// Recent failed releases, oldest first (at most
+    /// [`limits::FAILED_RELEASES_REMEMBERED`]).
+    pub fn failed_releases(&self) -> impl Iterator<Item = &FailedRelease> {
+        self.failed_releases.iter()
+    }
+
+    /// Whether `lease` is among the recently expired leases.
+    pub fn recently_expired(&self, lease: LeaseId) -> bool {
+        self.expired.contains(&lease)
+    }
+
+    /// Checks every cross-table invariant with a full scan, returning the
+    /// first violation. O(state); for tests, simulations and snapshot loads,
+    /// not for the apply path (which asserts the local, cheap ones).
+    pub fn check_invariants(&self) -> Result<(), String> {
+        for (name, lock) in &self.locks {
+            if &lock.name != name {
+                return Err(format!("lock row {name} is named {}", lock.name));
+            }
+            if lock.holder.is_none() && lock.delay.is_none() {
+                return Err(format!("lock {name} has neither holder nor delay"));
+            }
+            if lock.holder.is_some() && lock.delay.is_some() {
+                return Err(format!("lock {name} is held while delayed"));
+            }
+            if let Some(holder) = &lock.holder {
+                let lease = self.leases.get(&holder.lease);
+                if !lease.is_some_and(|l| l.holds.contains(name)) {
+                    return Err(format!("holder {} of {name} is not live", holder.lease));
+                }
+                if holder.token.0 > self.revision.0 {
+                    return Err(format!("token of {name} is above the revision"));
+                }
+            }
+            let mut seen = BTreeSet::new();
+            for waiter in &lock.waiters {
+                let lease = self.leases.get(&waiter.lease);
+                if !seen.insert(waiter.lease) || !lease.is_some_and(|l| l.waits.contains(name)) {
+                    return Err(format!("waiter {} of {name} is inconsistent", waiter.lease));
+                }
+            }
+        }
+        for lease in self.leases.values() {
+            for name in &lease.holds {
+                let holder = self.locks.get(name).and_then(|l| l.holder.as_ref());
+                if holder.map(|h| h.lease) != Some(lease.id) {
+                    return Err(format!(
+                        "lease {} lists {name} but does not hold it",
+                        lease.id
+                    ));
+                }
+            }
+            for name in &lease.waits {
+                let lock = self.locks.get(name);
+                if !lock.is_some_and(|l| l.waiters.iter().any(|w| w.lease == lease.id)) {
+                    return Err(format!(
+                        "lease {} lists a wait on {name} it lacks",
+                        lease.id
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}

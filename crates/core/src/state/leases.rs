@@ -1,0 +1,190 @@
+//! The lease half of `apply`: grant, keep-alive, and the end of a lease
+//! (revoke or expiry), which releases everything the lease held or waited for.
+
+use super::State;
+use crate::dedup::Dedup;
+use crate::outcome::{FreeCause, WaitEndCause};
+use crate::{
+    command, limits, Effect, Lease, LeaseId, LockDelay, LockError, LockName, Outcome, OwnerInfo,
+    Reply, RequestId,
+};
+
+impl State {
+    /// Grants a lease whose id is the new revision, or finds the lease a
+    /// retried grant (same request id) created.
+    pub(super) fn grant_lease(
+        &mut self,
+        ttl_ms: u64,
+        owner: OwnerInfo,
+        request_id: Option<RequestId>,
+        at_unix_ms: u64,
+        effects: &mut Vec<Effect>,
+    ) -> Outcome {
+        // The server validates before proposing; checking again keeps a
+        // malformed log entry from ever reaching the tables.
+        command::check_ttl(ttl_ms)?;
+        owner.validate()?;
+        if let Some(lease) = request_id
+            .as_ref()
+            .and_then(|id| self.grant_requests.get(id))
+        {
+            let row = self
+                .leases
+                .get(lease)
+                .expect("grant request of a dead lease");
+            assert_eq!(row.grant_request_id, request_id);
+            return Ok(Reply::LeaseGranted {
+                lease: row.id,
+                ttl_ms: row.ttl_ms,
+            });
+        }
+        if self.leases.len() >= limits::LEASES_MAX {
+            return Err(LockError::exhausted(
+                "LEASES_MAX",
+                limits::LEASES_MAX,
+                format!("{} leases are live", self.leases.len()),
+            ));
+        }
+        let revision = self.bump();
+        let id = LeaseId(revision.0);
+        assert!(!self.leases.contains_key(&id), "lease id reused");
+        if let Some(request_id) = &request_id {
+            self.grant_requests.insert(request_id.clone(), id);
+        }
+        let lease = Lease {
+            id,
+            ttl_ms,
+            owner,
+            granted_revision: self.revision,
+            granted_unix_ms: at_unix_ms,
+            renewed_unix_ms: at_unix_ms,
+            renewals: 0,
+            holds: Default::default(),
+            waits: Default::default(),
+            dedup: Dedup::default(),
+            grant_request_id: request_id,
+        };
+        self.leases.insert(id, lease);
+        effects.push(Effect::LeaseRenewed { lease: id, ttl_ms });
+        Ok(Reply::LeaseGranted { lease: id, ttl_ms })
+    }
+
+    /// Records a renewal of a live lease. Does not bump the revision: a
+    /// renewal changes no lock and no token.
+    pub(super) fn keep_alive(
+        &mut self,
+        lease: LeaseId,
+        at_unix_ms: u64,
+        effects: &mut Vec<Effect>,
+    ) -> Outcome {
+        let Some(row) = self.leases.get_mut(&lease) else {
+            return Err(self.lease_gone(lease));
+        };
+        row.renewed_unix_ms = at_unix_ms;
+        row.renewals += 1;
+        let ttl_ms = row.ttl_ms;
+        effects.push(Effect::LeaseRenewed { lease, ttl_ms });
+        Ok(Reply::KeptAlive { lease, ttl_ms })
+    }
+
+    /// Ends a live lease (revoked, or `expired` by the leader's timer):
+    /// frees its locks (starting lock delays on expiry), leaves its queues,
+    /// and forgets its request ids.
+    pub(super) fn end_lease(
+        &mut self,
+        lease: LeaseId,
+        expired: bool,
+        at_unix_ms: u64,
+        effects: &mut Vec<Effect>,
+    ) -> Reply {
+        self.bump();
+        let row = self
+            .leases
+            .remove(&lease)
+            .expect("end_lease of a dead lease");
+        if let Some(request_id) = &row.grant_request_id {
+            let removed = self.grant_requests.remove(request_id);
+            assert_eq!(removed, Some(lease));
+        }
+        let (free_cause, wait_cause) = match expired {
+            true => (FreeCause::LeaseExpired, WaitEndCause::LeaseExpired),
+            false => (FreeCause::LeaseRevoked, WaitEndCause::LeaseRevoked),
+        };
+        for name in &row.waits {
+            self.drop_waiter(name, lease, wait_cause, effects);
+        }
+        for name in &row.holds {
+            self.free_by_lease_end(name, lease, free_cause, at_unix_ms, effects);
+        }
+        if expired {
+            self.remember_expired(lease);
+        }
+        effects.push(Effect::LeaseEnded { lease, expired });
+        Reply::LeaseEnded {
+            released: row.holds.into_iter().collect(),
+        }
+    }
+
+    /// Frees `name`, held by the ending `lease`: on expiry with a lock
+    /// delay the lock stays unavailable; otherwise the head waiter gets it.
+    fn free_by_lease_end(
+        &mut self,
+        name: &LockName,
+        lease: LeaseId,
+        cause: FreeCause,
+        at_unix_ms: u64,
+        effects: &mut Vec<Effect>,
+    ) {
+        let lock = self.locks.get_mut(name).expect("held lock missing");
+        let holder = lock.holder.take().expect("held lock has no holder");
+        assert_eq!(holder.lease, lease, "lease listed a lock it does not hold");
+        assert!(lock.delay.is_none(), "a held lock is never delayed");
+        assert!(holder.token.0 < self.revision.0, "token not below revision");
+        effects.push(Effect::LockFreed {
+            name: name.clone(),
+            lease,
+            token: holder.token,
+            cause,
+        });
+        if cause == FreeCause::LeaseExpired && holder.lock_delay_ms > 0 {
+            lock.delay = Some(LockDelay {
+                token: holder.token,
+                delay_ms: holder.lock_delay_ms,
+                since_unix_ms: at_unix_ms,
+            });
+            effects.push(Effect::LockDelayStarted {
+                name: name.clone(),
+                token: holder.token,
+                delay_ms: holder.lock_delay_ms,
+            });
+        } else {
+            self.grant_next(name, at_unix_ms, effects);
+        }
+    }
+
+    /// Removes the ended `lease` from `name`'s queue (the lease row is
+    /// already gone). The lock keeps a holder or delay: a queue only forms
+    /// behind one.
+    fn drop_waiter(
+        &mut self,
+        name: &LockName,
+        lease: LeaseId,
+        cause: WaitEndCause,
+        effects: &mut Vec<Effect>,
+    ) {
+        let lock = self.locks.get_mut(name).expect("waited-for lock missing");
+        let before = lock.waiters.len();
+        lock.waiters.retain(|waiter| waiter.lease != lease);
+        assert_eq!(
+            lock.waiters.len() + 1,
+            before,
+            "lease listed a wait it lacks"
+        );
+        assert!(lock.holder.is_some() || lock.delay.is_some());
+        effects.push(Effect::WaiterRemoved {
+            name: name.clone(),
+            lease,
+            cause,
+        });
+    }
+}

@@ -1,0 +1,339 @@
+//! The lock half of `apply`: acquire (grant, busy or queue), release, leaving
+//! a queue, and the two lock timers (end of lock delay, end of max hold).
+//! Every path that frees a lock ends in `grant_next`, so the FIFO head is the
+//! only waiter ever granted.
+
+use super::{FailedRelease, State};
+use crate::outcome::{FreeCause, WaitEndCause};
+use crate::{
+    limits, nearby, Acquire, Effect, Holder, LeaseId, Lock, LockError, LockName, Outcome, Reply,
+    RequestId, Token, Waiter,
+};
+use std::collections::VecDeque;
+
+impl State {
+    /// Acquires `a.name` for `a.lease`, or queues for it, or reports it busy.
+    pub(super) fn acquire(
+        &mut self,
+        a: Acquire,
+        at_unix_ms: u64,
+        effects: &mut Vec<Effect>,
+    ) -> Outcome {
+        a.validate()?;
+        if !self.leases.contains_key(&a.lease) {
+            return Err(self.lease_gone(a.lease));
+        }
+        if let Some(first) = self.remembered(a.lease, &a.request_id) {
+            return first;
+        }
+        let (lease, request_id) = (a.lease, a.request_id.clone());
+        let outcome = self.acquire_fresh(a, at_unix_ms, effects);
+        self.remember(lease, request_id, &outcome);
+        outcome
+    }
+
+    /// `acquire` for a request not seen before.
+    fn acquire_fresh(&mut self, a: Acquire, at_unix_ms: u64, effects: &mut Vec<Effect>) -> Outcome {
+        let row = &self.leases[&a.lease];
+        let lock = self.locks.get(&a.name);
+        if let Some(holder) = lock.and_then(|l| l.holder.as_ref()) {
+            if holder.lease == a.lease {
+                assert!(row.holds.contains(&a.name));
+                return Ok(Reply::Acquired {
+                    token: holder.token,
+                    already_held: true,
+                });
+            }
+        }
+        if row.waits.contains(&a.name) {
+            let position = lock
+                .and_then(|l| l.waiters.iter().position(|w| w.lease == a.lease))
+                .expect("lease lists a wait its lock lacks");
+            return Ok(Reply::Queued {
+                position: position as u32 + 1,
+            });
+        }
+        let busy = lock.is_some();
+        if busy && a.wait_ms == 0 {
+            return Err(LockError::Busy {
+                name: a.name,
+                holder_token: lock.and_then(|l| l.holder.as_ref()).map(|h| h.token),
+            });
+        }
+        let in_use = row.holds.len() + row.waits.len();
+        if in_use >= limits::LOCKS_PER_LEASE_MAX {
+            return Err(LockError::exhausted(
+                "LOCKS_PER_LEASE_MAX",
+                limits::LOCKS_PER_LEASE_MAX,
+                format!("lease {} holds or waits for {in_use} locks", a.lease),
+            ));
+        }
+        if !busy {
+            return Ok(self.grant_free(a, at_unix_ms, effects));
+        }
+        let waiting = lock.map_or(0, |l| l.waiters.len());
+        if waiting >= limits::WAITERS_PER_LOCK_MAX {
+            return Err(LockError::exhausted(
+                "WAITERS_PER_LOCK_MAX",
+                limits::WAITERS_PER_LOCK_MAX,
+                format!("{waiting} waiters are queued on {}", a.name),
+            ));
+        }
+        Ok(self.enqueue(a, at_unix_ms))
+    }
+
+    /// Grants a lock that is not in the table (free) to `a.lease`.
+    fn grant_free(&mut self, a: Acquire, at_unix_ms: u64, effects: &mut Vec<Effect>) -> Reply {
+        let token = self.bump();
+        let holder = Holder {
+            lease: a.lease,
+            token,
+            acquired_unix_ms: at_unix_ms,
+            fenced: a.fenced,
+            lock_delay_ms: a.lock_delay_ms,
+            max_hold_ms: a.max_hold_ms,
+            metadata: a.metadata,
+        };
+        let lock = Lock {
+            name: a.name.clone(),
+            holder: Some(holder),
+            waiters: VecDeque::new(),
+            delay: None,
+        };
+        assert!(self.locks.insert(a.name.clone(), lock).is_none());
+        let row = self.leases.get_mut(&a.lease).expect("live lease");
+        assert!(row.holds.insert(a.name.clone()));
+        effects.push(Effect::LockGranted {
+            name: a.name,
+            lease: a.lease,
+            token,
+            from_queue: false,
+            max_hold_ms: a.max_hold_ms,
+        });
+        Reply::Acquired {
+            token,
+            already_held: false,
+        }
+    }
+
+    /// Queues `a.lease` at the back of a held or delayed lock.
+    fn enqueue(&mut self, a: Acquire, at_unix_ms: u64) -> Reply {
+        self.bump();
+        let lock = self
+            .locks
+            .get_mut(&a.name)
+            .expect("queue on a missing lock");
+        assert!(lock.holder.is_some() || lock.delay.is_some());
+        lock.waiters.push_back(Waiter {
+            lease: a.lease,
+            since_unix_ms: at_unix_ms,
+            wait_ms: a.wait_ms,
+            fenced: a.fenced,
+            lock_delay_ms: a.lock_delay_ms,
+            max_hold_ms: a.max_hold_ms,
+            metadata: a.metadata,
+        });
+        let position = lock.waiters.len() as u32;
+        let row = self.leases.get_mut(&a.lease).expect("live lease");
+        assert!(row.waits.insert(a.name));
+        Reply::Queued { position }
+    }
+
+    /// Releases `name` held by (`lease`, `token`). Failures are errors that
+    /// say which case applies, and are remembered for diagnosis.
+    pub(super) fn release(
+        &mut self,
+        lease: LeaseId,
+        name: LockName,
+        token: Token,
+        request_id: Option<RequestId>,
+        at_unix_ms: u64,
+        effects: &mut Vec<Effect>,
+    ) -> Outcome {
+        let outcome = if !self.leases.contains_key(&lease) {
+            Err(self.lease_gone(lease))
+        } else if let Some(first) = self.remembered(lease, &request_id) {
+            return first;
+        } else {
+            let outcome = self.release_fresh(lease, &name, token, at_unix_ms, effects);
+            self.remember(lease, request_id, &outcome);
+            outcome
+        };
+        if let Err(error) = &outcome {
+            if self.failed_releases.len() == limits::FAILED_RELEASES_REMEMBERED {
+                self.failed_releases.pop_front();
+            }
+            self.failed_releases.push_back(FailedRelease {
+                name,
+                lease,
+                token,
+                at_unix_ms,
+                error: error.to_string(),
+            });
+        }
+        outcome
+    }
+
+    /// `release` for a live lease and a request not seen before.
+    fn release_fresh(
+        &mut self,
+        lease: LeaseId,
+        name: &LockName,
+        token: Token,
+        at_unix_ms: u64,
+        effects: &mut Vec<Effect>,
+    ) -> Outcome {
+        let Some(lock) = self.locks.get(name) else {
+            return Err(LockError::NoSuchLock {
+                name: name.clone(),
+                nearby: nearby::nearby_names(&self.locks, name.as_str()),
+            });
+        };
+        let holder_token = lock.holder.as_ref().map(|h| h.token);
+        if lock.holder.as_ref().map(|h| (h.lease, h.token)) != Some((lease, token)) {
+            return Err(LockError::NotHolder {
+                name: name.clone(),
+                lease,
+                token,
+                holder_token,
+            });
+        }
+        self.bump();
+        self.free_holder(name, FreeCause::Released, effects);
+        self.grant_next(name, at_unix_ms, effects);
+        Ok(Reply::Released)
+    }
+
+    /// Takes `lease` out of `name`'s queue, if it is there.
+    pub(super) fn cancel_wait(
+        &mut self,
+        lease: LeaseId,
+        name: &LockName,
+        effects: &mut Vec<Effect>,
+    ) -> Reply {
+        let Some(row) = self.leases.get_mut(&lease) else {
+            // A lease that ended left every queue when it ended.
+            return Reply::WaitEnded { holder_token: None };
+        };
+        if !row.waits.remove(name) {
+            let lock = self.locks.get(name);
+            let holder = lock.and_then(|l| l.holder.as_ref());
+            return Reply::WaitEnded {
+                holder_token: holder.filter(|h| h.lease == lease).map(|h| h.token),
+            };
+        }
+        self.bump();
+        let lock = self.locks.get_mut(name).expect("waited-for lock missing");
+        let before = lock.waiters.len();
+        lock.waiters.retain(|waiter| waiter.lease != lease);
+        assert_eq!(lock.waiters.len() + 1, before);
+        // A queue only forms behind a holder or a delay, which remain.
+        assert!(lock.holder.is_some() || lock.delay.is_some());
+        effects.push(Effect::WaiterRemoved {
+            name: name.clone(),
+            lease,
+            cause: WaitEndCause::Cancelled,
+        });
+        Reply::WaitEnded { holder_token: None }
+    }
+
+    /// Leader timer: the lock delay begun by the expiry of the holder with
+    /// `token` is over; the head waiter gets the lock.
+    pub(super) fn end_lock_delay(
+        &mut self,
+        name: &LockName,
+        token: Token,
+        at_unix_ms: u64,
+        effects: &mut Vec<Effect>,
+    ) -> Reply {
+        let Some(lock) = self.locks.get_mut(name) else {
+            return Reply::TimerApplied;
+        };
+        if lock.delay.as_ref().map(|d| d.token) != Some(token) {
+            return Reply::TimerApplied;
+        }
+        assert!(lock.holder.is_none(), "a delayed lock is never held");
+        let revision = self.bump();
+        assert!(token < revision, "delayed token not below revision");
+        self.locks.get_mut(name).expect("delayed lock").delay = None;
+        self.grant_next(name, at_unix_ms, effects);
+        Reply::TimerApplied
+    }
+
+    /// Leader timer: the holder with `token` exceeded its `max_hold_ms`.
+    pub(super) fn end_hold(
+        &mut self,
+        name: &LockName,
+        token: Token,
+        at_unix_ms: u64,
+        effects: &mut Vec<Effect>,
+    ) -> Reply {
+        let holder = self.locks.get(name).and_then(|l| l.holder.as_ref());
+        if holder.map(|h| h.token) != Some(token) {
+            return Reply::TimerApplied;
+        }
+        self.bump();
+        self.free_holder(name, FreeCause::MaxHoldExceeded, effects);
+        self.grant_next(name, at_unix_ms, effects);
+        Reply::TimerApplied
+    }
+
+    /// Takes the holder off `name` (whose lease stays live).
+    fn free_holder(&mut self, name: &LockName, cause: FreeCause, effects: &mut Vec<Effect>) {
+        let lock = self.locks.get_mut(name).expect("freeing a missing lock");
+        let holder = lock.holder.take().expect("freeing an unheld lock");
+        // The next grant's token (this command's revision) must exceed it.
+        assert!(holder.token.0 < self.revision.0, "token not below revision");
+        let row = self
+            .leases
+            .get_mut(&holder.lease)
+            .expect("holder lease live");
+        assert!(row.holds.remove(name), "holder lease did not list the lock");
+        effects.push(Effect::LockFreed {
+            name: name.clone(),
+            lease: holder.lease,
+            token: holder.token,
+            cause,
+        });
+    }
+
+    /// `name` has no holder and no delay: grants it to the head waiter with
+    /// the current revision as token, or removes the lock if nobody waits.
+    /// The caller has already bumped the revision for this command.
+    pub(super) fn grant_next(
+        &mut self,
+        name: &LockName,
+        at_unix_ms: u64,
+        effects: &mut Vec<Effect>,
+    ) {
+        let token = Token(self.revision.0);
+        let lock = self.locks.get_mut(name).expect("granting a missing lock");
+        assert!(lock.holder.is_none() && lock.delay.is_none());
+        let Some(waiter) = lock.waiters.pop_front() else {
+            self.locks.remove(name);
+            return;
+        };
+        lock.holder = Some(Holder {
+            lease: waiter.lease,
+            token,
+            acquired_unix_ms: at_unix_ms,
+            fenced: waiter.fenced,
+            lock_delay_ms: waiter.lock_delay_ms,
+            max_hold_ms: waiter.max_hold_ms,
+            metadata: waiter.metadata,
+        });
+        let row = self
+            .leases
+            .get_mut(&waiter.lease)
+            .expect("waiter lease live");
+        assert!(row.waits.remove(name), "waiter lease did not list the wait");
+        assert!(row.holds.insert(name.clone()));
+        effects.push(Effect::LockGranted {
+            name: name.clone(),
+            lease: waiter.lease,
+            token,
+            from_queue: true,
+            max_hold_ms: waiter.max_hold_ms,
+        });
+    }
+}

@@ -1,0 +1,315 @@
+//! Property tests of the core's guarantees over random command sequences in a
+//! small universe (4 lease slots, 3 lock names), so that collisions —
+//! contention, queues, expiry of holders and waiters, stale tokens — are
+//! common. Each step is checked against a model kept by the test from the
+//! replies and effects, not against the state's own bookkeeping alone.
+
+mod support;
+
+use leasehold_core::{Applied, Command, Effect, LeaseId, Lock, LockName, Reply, State, Token};
+use proptest::prelude::*;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use support::{op, to_command, Op, SLOTS};
+
+/// Each lease's id with the locks it holds and waits for.
+type LeaseView = (LeaseId, Vec<LockName>, Vec<LockName>);
+/// Locks, and what each live lease holds and waits for.
+type CoreView = (Vec<Lock>, Vec<LeaseView>);
+
+/// The part of the state whose change must bump the revision: locks, and
+/// which leases exist with what they hold and wait for.
+fn core_view(state: &State) -> CoreView {
+    let locks = state.locks().cloned().collect();
+    let leases = state
+        .leases()
+        .map(|l| {
+            (
+                l.id,
+                l.holds.iter().cloned().collect(),
+                l.waits.iter().cloned().collect(),
+            )
+        })
+        .collect();
+    (locks, leases)
+}
+
+/// What the test tracks across the run, from replies and effects only.
+#[derive(Default)]
+struct Model {
+    /// Highest token ever granted per lock.
+    last_token: BTreeMap<LockName, Token>,
+    /// Queue order per lock, built from `Queued` replies.
+    queues: BTreeMap<LockName, VecDeque<LeaseId>>,
+}
+
+impl Model {
+    fn observe(&mut self, command: &Command, applied: &Applied, bumped: bool) {
+        for effect in &applied.effects {
+            match effect {
+                Effect::LockGranted {
+                    name,
+                    lease,
+                    token,
+                    from_queue,
+                    ..
+                } => {
+                    // (2) tokens strictly increase per lock; grants carry the revision.
+                    let last = self.last_token.insert(name.clone(), *token);
+                    assert!(
+                        last.is_none_or(|last| last < *token),
+                        "token regressed on {name}"
+                    );
+                    assert_eq!(token.0, applied.revision.0);
+                    // (3) only the FIFO head is granted from a queue.
+                    let queue = self.queues.entry(name.clone()).or_default();
+                    if *from_queue {
+                        assert_eq!(queue.pop_front(), Some(*lease), "grant skipped the head");
+                    } else {
+                        assert!(queue.is_empty(), "free grant while waiters queue");
+                    }
+                }
+                Effect::WaiterRemoved { name, lease, .. } => {
+                    let queue = self.queues.entry(name.clone()).or_default();
+                    let before = queue.len();
+                    queue.retain(|l| l != lease);
+                    assert_eq!(queue.len() + 1, before);
+                }
+                _ => {}
+            }
+        }
+        if let (Command::Acquire(a), Ok(Reply::Queued { position })) = (command, &applied.outcome) {
+            let queue = self.queues.entry(a.name.clone()).or_default();
+            if bumped {
+                queue.push_back(a.lease);
+            }
+            // A dedup replay may report an old position; a fresh one is exact.
+            if bumped || a.request_id.is_none() {
+                let at = queue
+                    .iter()
+                    .position(|l| *l == a.lease)
+                    .expect("queued lease");
+                assert_eq!(at + 1, *position as usize);
+            }
+        }
+    }
+
+    /// The model's queues match the state's.
+    fn check_queues(&self, state: &State) {
+        for (name, queue) in &self.queues {
+            let waiters: VecDeque<LeaseId> = state
+                .lock(name)
+                .map(|l| l.waiters.iter().map(|w| w.lease).collect())
+                .unwrap_or_default();
+            assert_eq!(&waiters, queue, "queue of {name}");
+        }
+    }
+}
+
+/// (1) at most one holder per lock, holders live and listing their locks.
+fn check_holders(state: &State) {
+    state.check_invariants().unwrap();
+    let mut held_by: BTreeMap<LockName, LeaseId> = BTreeMap::new();
+    for lease in state.leases() {
+        for name in &lease.holds {
+            assert!(
+                held_by.insert(name.clone(), lease.id).is_none(),
+                "two holders of {name}"
+            );
+        }
+    }
+    for lock in state.locks() {
+        match &lock.holder {
+            Some(h) => assert_eq!(held_by.get(&lock.name), Some(&h.lease)),
+            None => assert!(!held_by.contains_key(&lock.name)),
+        }
+    }
+}
+
+/// (4) ending a live lease releases exactly its locks and leaves every queue.
+fn check_lease_end(before: &State, after: &State, command: &Command, applied: &Applied) {
+    let (lease, expired) = match command {
+        Command::ExpireLease { lease, renewals } => {
+            if before
+                .lease(*lease)
+                .is_some_and(|row| row.renewals != *renewals)
+            {
+                assert_eq!(before, after, "a stale expiry changes nothing");
+                return;
+            }
+            (*lease, true)
+        }
+        Command::RevokeLease { lease, .. } => (*lease, false),
+        _ => return,
+    };
+    let Some(row) = before.lease(lease) else {
+        assert!(applied.effects.is_empty());
+        return;
+    };
+    let held: Vec<LockName> = row.holds.iter().cloned().collect();
+    assert_eq!(
+        applied.outcome,
+        Ok(Reply::LeaseEnded {
+            released: held.clone()
+        })
+    );
+    let freed: Vec<LockName> = applied
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::LockFreed { name, lease: l, .. } if *l == lease => Some(name.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(freed, held);
+    // Only an expiry starts lock delays: one per held lock that asked for one.
+    let delayed: Vec<LockName> = applied
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::LockDelayStarted { name, .. } => Some(name.clone()),
+            _ => None,
+        })
+        .collect();
+    let wants_delay = |n: &&LockName| {
+        let holder = before.lock(n).and_then(|l| l.holder.as_ref());
+        expired && holder.is_some_and(|h| h.lock_delay_ms > 0)
+    };
+    let expected: Vec<LockName> = held.iter().filter(wants_delay).cloned().collect();
+    assert_eq!(delayed, expected);
+    assert!(after.lease(lease).is_none());
+    assert_eq!(
+        after.recently_expired(lease),
+        expired || before.recently_expired(lease)
+    );
+    for lock in after.locks() {
+        assert!(lock.holder.as_ref().is_none_or(|h| h.lease != lease));
+        assert!(lock.waiters.iter().all(|w| w.lease != lease));
+    }
+    let untouched: BTreeSet<&LockName> = before.locks().map(|l| &l.name).collect();
+    for name in untouched.iter().filter(|n| !row.holds.contains(**n)) {
+        let (b, a) = (before.lock(name).unwrap(), after.lock(name).unwrap());
+        assert_eq!(
+            b.holder, a.holder,
+            "lock {name} not held by the lease changed holder"
+        );
+    }
+}
+
+/// Runs `ops`, checking every property after each step; returns the
+/// commands and what they produced.
+fn run(ops: &[Op]) -> (State, Vec<Command>, Vec<Applied>) {
+    let mut state = State::default();
+    let mut model = Model::default();
+    let mut slots = [LeaseId(0); SLOTS];
+    let (mut commands, mut applied_list) = (Vec::new(), Vec::new());
+    for (step, op) in ops.iter().enumerate() {
+        let command = to_command(op, &state, &slots, step);
+        let before = state.clone();
+        let applied = state.apply(command.clone(), step as u64);
+        // (6) the revision moves by exactly one iff the core tables changed.
+        let bumped = applied.revision != before.revision();
+        assert_eq!(applied.revision, state.revision());
+        assert!(applied.revision >= before.revision());
+        assert_eq!(
+            bumped,
+            core_view(&before) != core_view(&state),
+            "{command:?}"
+        );
+        if bumped {
+            assert_eq!(applied.revision.0, before.revision().0 + 1);
+        }
+        if let (Op::Grant { slot, .. }, Ok(Reply::LeaseGranted { lease, .. })) =
+            (op, &applied.outcome)
+        {
+            slots[*slot] = *lease;
+        }
+        model.observe(&command, &applied, bumped);
+        model.check_queues(&state);
+        check_holders(&state);
+        check_lease_end(&before, &state, &command, &applied);
+        commands.push(command);
+        applied_list.push(applied);
+    }
+    (state, commands, applied_list)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn guarantees_hold_over_random_sequences(ops in proptest::collection::vec(op(), 1..160)) {
+        let (state, commands, applied) = run(&ops);
+        // (5) replaying the same commands yields the same state and outcomes.
+        let mut replica = State::default();
+        let replayed: Vec<Applied> = commands
+            .iter()
+            .enumerate()
+            .map(|(step, c)| replica.apply(c.clone(), step as u64))
+            .collect();
+        prop_assert_eq!(&replica, &state);
+        prop_assert_eq!(&replayed, &applied);
+        // Snapshots: the state survives a postcard round trip unchanged.
+        let bytes = postcard::to_allocvec(&state).unwrap();
+        let restored: State = postcard::from_bytes(&bytes).unwrap();
+        prop_assert_eq!(&restored, &state);
+        let bytes = postcard::to_allocvec(&applied).unwrap();
+        let restored: Vec<Applied> = postcard::from_bytes(&bytes).unwrap();
+        prop_assert_eq!(restored, applied);
+    }
+}
+
+/// Guards against a generator that never exercises the interesting paths:
+/// a fixed seed-free scenario that must see queue grants, delays and holds.
+#[test]
+fn the_universe_reaches_queues_delays_and_hold_ends() {
+    let ops = vec![
+        Op::Grant {
+            slot: 0,
+            ttl_ok: true,
+            request: None,
+        },
+        Op::Grant {
+            slot: 1,
+            ttl_ok: true,
+            request: None,
+        },
+        Op::Acquire {
+            slot: 0,
+            lock: 0,
+            wait: false,
+            delay: true,
+            hold: true,
+            request: None,
+        },
+        Op::Acquire {
+            slot: 1,
+            lock: 0,
+            wait: true,
+            delay: false,
+            hold: false,
+            request: None,
+        },
+        Op::Expire { slot: 0 },
+        Op::EndDelay {
+            lock: 0,
+            right: true,
+        },
+        Op::EndHold {
+            lock: 0,
+            right: true,
+        },
+    ];
+    let (state, _, applied) = run(&ops);
+    let effects: Vec<&Effect> = applied.iter().flat_map(|a| &a.effects).collect();
+    assert!(effects
+        .iter()
+        .any(|e| matches!(e, Effect::LockDelayStarted { .. })));
+    assert!(effects.iter().any(|e| matches!(
+        e,
+        Effect::LockGranted {
+            from_queue: true,
+            ..
+        }
+    )));
+    assert_eq!(state.lock_count(), 0);
+}

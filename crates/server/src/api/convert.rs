@@ -1,0 +1,90 @@
+//! Conversions between wire messages and core types, in one place.
+
+use super::Node;
+use leasehold_core::{Lease, Lock, OwnerInfo, State};
+use leasehold_proto::v1 as pb;
+
+/// Wire owner → core owner (validated later by the command).
+pub fn owner_from_wire(owner: Option<pb::OwnerInfo>) -> OwnerInfo {
+    let owner = owner.unwrap_or_default();
+    OwnerInfo {
+        owner: owner.owner,
+        host: owner.host,
+        pid: owner.pid,
+        process_start_unix_ms: owner.process_start_unix_ms,
+        labels: owner.labels.into_iter().collect(),
+    }
+}
+
+/// Core owner → wire owner.
+pub fn owner_to_wire(owner: &OwnerInfo) -> pb::OwnerInfo {
+    pb::OwnerInfo {
+        owner: owner.owner.clone(),
+        host: owner.host.clone(),
+        pid: owner.pid,
+        process_start_unix_ms: owner.process_start_unix_ms,
+        labels: owner
+            .labels
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    }
+}
+
+/// Milliseconds left on a lease, on this node's monotonic clock.
+fn remaining_ms(node: &Node, lease: leasehold_core::LeaseId) -> u64 {
+    node.timers
+        .remaining(lease)
+        .map_or(0, |left| left.as_millis() as u64)
+}
+
+/// A lease as the wire shows it.
+pub fn lease_to_wire(node: &Node, lease: &Lease) -> pb::LeaseInfo {
+    pb::LeaseInfo {
+        id: lease.id.0,
+        ttl_ms: lease.ttl_ms,
+        remaining_ms: remaining_ms(node, lease.id),
+        owner: Some(owner_to_wire(&lease.owner)),
+        holds: lease.holds.iter().map(|n| n.to_string()).collect(),
+        waits: lease.waits.iter().map(|n| n.to_string()).collect(),
+        granted_revision: lease.granted_revision.0,
+        granted_unix_ms: lease.granted_unix_ms as i64,
+        renewed_unix_ms: lease.renewed_unix_ms as i64,
+    }
+}
+
+/// A lock as the wire shows it, with its holder's and waiters' owners.
+pub fn lock_to_wire(node: &Node, state: &State, lock: &Lock) -> pb::LockInfo {
+    let owner_of = |lease| state.lease(lease).map(|l| owner_to_wire(&l.owner));
+    let holder = lock.holder.as_ref().map(|holder| pb::Holder {
+        lease: holder.lease.0,
+        token: holder.token.0,
+        owner: owner_of(holder.lease),
+        lease_ttl_ms: state.lease(holder.lease).map_or(0, |l| l.ttl_ms),
+        lease_remaining_ms: remaining_ms(node, holder.lease),
+        acquired_unix_ms: holder.acquired_unix_ms as i64,
+        fenced: holder.fenced,
+        max_hold_ms: holder.max_hold_ms,
+        metadata: holder
+            .metadata
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    });
+    let waiters = lock
+        .waiters
+        .iter()
+        .map(|waiter| pb::Waiter {
+            lease: waiter.lease.0,
+            owner: owner_of(waiter.lease),
+            since_unix_ms: waiter.since_unix_ms as i64,
+            wait_ms: waiter.wait_ms,
+        })
+        .collect();
+    pb::LockInfo {
+        name: lock.name.to_string(),
+        holder,
+        waiters,
+        lock_delay_remaining_ms: lock.delay.as_ref().map_or(0, |d| d.delay_ms),
+    }
+}

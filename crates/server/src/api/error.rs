@@ -1,0 +1,174 @@
+//! The one place that maps errors to gRPC: a status code, a message a user
+//! can act on, and a machine-readable [`ErrorDetail`] (status details, plus
+//! its reason in the `leasehold-reason` metadata).
+
+use crate::proposer::ProposeError;
+use leasehold_core::LockError;
+use leasehold_proto::v1::ErrorDetail;
+use prost::Message;
+use tonic::{Code, Status};
+
+/// Everything a request can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The state machine refused the command.
+    #[error(transparent)]
+    Core(#[from] LockError),
+    /// The wait of a queued acquire ran out.
+    #[error("waited {waited_ms} ms for lock {name} without getting it: retry, or wait longer")]
+    WaitTimeout { name: String, waited_ms: u64 },
+    /// Another node leads; send the request there.
+    #[error("this node is not the leader; leader is {}", leader_text(.leader, .leader_addr))]
+    NotLeader {
+        leader: Option<u64>,
+        leader_addr: Option<String>,
+    },
+    /// The service cannot answer right now.
+    #[error("service unavailable: {0}; retry shortly")]
+    Unavailable(String),
+}
+
+fn leader_text(leader: &Option<u64>, addr: &Option<String>) -> String {
+    match (leader, addr) {
+        (Some(id), Some(addr)) => format!("node {id} at {addr}"),
+        (Some(id), None) => format!("node {id}"),
+        _ => "unknown (an election may be in progress)".into(),
+    }
+}
+
+impl From<ProposeError> for ApiError {
+    fn from(error: ProposeError) -> ApiError {
+        match error {
+            ProposeError::NotLeader {
+                leader,
+                leader_addr,
+            } => ApiError::NotLeader {
+                leader,
+                leader_addr,
+            },
+            ProposeError::Unavailable(why) => ApiError::Unavailable(why),
+        }
+    }
+}
+
+impl ApiError {
+    /// Shorthand for an invalid field.
+    pub fn invalid(field: &str, reason: impl Into<String>) -> ApiError {
+        ApiError::Core(LockError::invalid(field, reason))
+    }
+
+    fn code_and_detail(&self) -> (Code, ErrorDetail) {
+        let mut detail = ErrorDetail::default();
+        let (code, reason) = match self {
+            ApiError::Core(error) => match error {
+                LockError::LeaseNotFound { lease } => {
+                    detail.lease = lease.0;
+                    (Code::NotFound, "LeaseNotFound")
+                }
+                LockError::LeaseExpired { lease } => {
+                    detail.lease = lease.0;
+                    (Code::NotFound, "LeaseExpired")
+                }
+                LockError::NotHolder {
+                    lease,
+                    holder_token,
+                    ..
+                } => {
+                    detail.lease = lease.0;
+                    detail.holder_token = holder_token.map_or(0, |t| t.0);
+                    (Code::FailedPrecondition, "NotHolder")
+                }
+                LockError::NoSuchLock { nearby, .. } => {
+                    detail.nearby = nearby.clone();
+                    (Code::NotFound, "NoSuchLock")
+                }
+                LockError::Busy { holder_token, .. } => {
+                    detail.holder_token = holder_token.map_or(0, |t| t.0);
+                    (Code::FailedPrecondition, "Busy")
+                }
+                LockError::InvalidArgument { field, reason } => {
+                    detail.field = field.clone();
+                    detail.limit = limit_named_in(reason);
+                    (Code::InvalidArgument, "InvalidArgument")
+                }
+                LockError::ResourceExhausted { limit, .. } => {
+                    detail.limit = limit.clone();
+                    (Code::ResourceExhausted, "ResourceExhausted")
+                }
+            },
+            ApiError::WaitTimeout { .. } => (Code::DeadlineExceeded, "WaitTimeout"),
+            ApiError::NotLeader {
+                leader,
+                leader_addr,
+            } => {
+                detail.leader_hint = leader.unwrap_or(0);
+                detail.leader_addr = leader_addr.clone().unwrap_or_default();
+                (Code::Unavailable, "NotLeader")
+            }
+            ApiError::Unavailable(_) => (Code::Unavailable, "Unavailable"),
+        };
+        detail.reason = reason.into();
+        detail.message = self.to_string();
+        (code, detail)
+    }
+}
+
+/// The name of a `limits` constant quoted in a reason (all caps with `_`), if any.
+fn limit_named_in(reason: &str) -> String {
+    reason
+        .split(|c: char| !(c.is_ascii_uppercase() || c == '_'))
+        .find(|word| word.len() > 3 && word.contains('_'))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+impl From<ApiError> for Status {
+    fn from(error: ApiError) -> Status {
+        let (code, detail) = error.code_and_detail();
+        let mut status =
+            Status::with_details(code, detail.message.clone(), detail.encode_to_vec().into());
+        if let Ok(reason) = detail.reason.parse() {
+            status.metadata_mut().insert("leasehold-reason", reason);
+        }
+        status
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leasehold_core::{LeaseId, LockName, Token};
+
+    fn detail(status: &Status) -> ErrorDetail {
+        ErrorDetail::decode(status.details()).unwrap()
+    }
+
+    #[test]
+    fn not_holder_carries_the_holder_token() {
+        let status = Status::from(ApiError::Core(LockError::NotHolder {
+            name: LockName::parse("a").unwrap(),
+            lease: LeaseId(3),
+            token: Token(4),
+            holder_token: Some(Token(9)),
+        }));
+        assert_eq!(status.code(), Code::FailedPrecondition);
+        assert_eq!(detail(&status).reason, "NotHolder");
+        assert_eq!(detail(&status).holder_token, 9);
+        assert_eq!(
+            status.metadata().get("leasehold-reason").unwrap(),
+            "NotHolder"
+        );
+    }
+
+    #[test]
+    fn invalid_argument_names_field_and_limit() {
+        let status = Status::from(ApiError::invalid(
+            "name",
+            "is 600 bytes; the limit NAME_BYTES_MAX is 512",
+        ));
+        assert_eq!(status.code(), Code::InvalidArgument);
+        assert_eq!(detail(&status).field, "name");
+        assert_eq!(detail(&status).limit, "NAME_BYTES_MAX");
+        assert!(status.message().contains("invalid name"));
+    }
+}

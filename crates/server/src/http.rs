@@ -1,0 +1,39 @@
+//! Plain HTTP on the gRPC port: `/healthz` (the process serves), `/readyz`
+//! (this node knows a leader and can answer), `/metrics` (Prometheus text).
+
+use crate::api::Node;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::Router;
+use std::sync::Arc;
+
+/// The HTTP routes.
+pub fn router(node: Arc<Node>) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(ready))
+        .route("/metrics", get(metrics))
+        .with_state(node)
+}
+
+async fn ready(State(node): State<Arc<Node>>) -> (StatusCode, String) {
+    let leader = node.raft.metrics().borrow().current_leader;
+    match leader {
+        Some(leader) => (StatusCode::OK, format!("ready (leader: node {leader})\n")),
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: no leader known yet\n".into(),
+        ),
+    }
+}
+
+async fn metrics(State(node): State<Arc<Node>>) -> String {
+    let (leases, locks) = node
+        .state
+        .read(|state| (state.lease_count(), state.lock_count()));
+    metrics::gauge!("leasehold_leases").set(leases as f64);
+    metrics::gauge!("leasehold_locks").set(locks as f64);
+    metrics::gauge!("leasehold_waiting_acquires").set(node.waiters.len() as f64);
+    crate::metrics::render()
+}

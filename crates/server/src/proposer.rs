@@ -1,0 +1,108 @@
+//! Group commit. openraft 0.9 flushes one log append at a time, so one
+//! command per entry caps a node near the disk's fsync rate. The proposer is
+//! one task that drains every command queued while the previous write was in
+//! flight into one log entry (a [`Batch`]) and routes each command's outcome
+//! back to its caller. Keep-alives ride in the same batches, so renewing
+//! thousands of leases costs one fsync.
+
+use crate::clock::wall_unix_ms;
+use crate::raft::types::{Batch, Raft};
+use leasehold_core::{Applied, Command};
+use openraft::error::{ClientWriteError, RaftError};
+use tokio::sync::{mpsc, oneshot};
+
+/// Commands in one log entry, at most.
+pub const BATCH_COMMANDS_MAX: usize = 4_096;
+/// Proposals queued before callers wait for room (backpressure).
+pub const QUEUE_MAX: usize = 65_536;
+
+/// Why a proposal did not apply.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum ProposeError {
+    /// This node is not the leader.
+    #[error("this node is not the leader (leader: {leader:?})")]
+    NotLeader {
+        leader: Option<u64>,
+        leader_addr: Option<String>,
+    },
+    /// Raft is shutting down or failed.
+    #[error("the replicated log is unavailable: {0}")]
+    Unavailable(String),
+}
+
+struct Proposal {
+    command: Command,
+    reply: oneshot::Sender<Result<Applied, ProposeError>>,
+}
+
+/// Handle to the proposer task; cheap to clone.
+#[derive(Clone)]
+pub struct Proposer {
+    queue: mpsc::Sender<Proposal>,
+}
+
+impl Proposer {
+    /// Starts the proposer task for `raft`. It stops when every handle is dropped.
+    pub fn spawn(raft: Raft) -> Proposer {
+        let (queue, receiver) = mpsc::channel(QUEUE_MAX);
+        tokio::spawn(run(raft, receiver));
+        Proposer { queue }
+    }
+
+    /// Proposes `command` and waits until it is committed (fsynced) and applied.
+    pub async fn propose(&self, command: Command) -> Result<Applied, ProposeError> {
+        let (reply, outcome) = oneshot::channel();
+        self.queue
+            .send(Proposal { command, reply })
+            .await
+            .map_err(|_| ProposeError::Unavailable("the proposer has stopped".into()))?;
+        outcome
+            .await
+            .map_err(|_| ProposeError::Unavailable("the proposer dropped the command".into()))?
+    }
+}
+
+async fn run(raft: Raft, mut receiver: mpsc::Receiver<Proposal>) {
+    let mut proposals = Vec::with_capacity(BATCH_COMMANDS_MAX);
+    loop {
+        if receiver.recv_many(&mut proposals, BATCH_COMMANDS_MAX).await == 0 {
+            return;
+        }
+        let (commands, replies): (Vec<_>, Vec<_>) = proposals
+            .drain(..)
+            .map(|proposal| (proposal.command, proposal.reply))
+            .unzip();
+        metrics::histogram!("leasehold_batch_commands").record(commands.len() as f64);
+        let batch = Batch {
+            at_unix_ms: wall_unix_ms(),
+            commands,
+        };
+        match raft.client_write(batch).await {
+            Ok(response) => {
+                let applied = response.data.applied;
+                assert_eq!(applied.len(), replies.len(), "one outcome per command");
+                for (reply, outcome) in replies.into_iter().zip(applied) {
+                    let _ = reply.send(Ok(outcome));
+                }
+            }
+            Err(error) => {
+                let error = classify(error);
+                for reply in replies {
+                    let _ = reply.send(Err(error.clone()));
+                }
+            }
+        }
+    }
+}
+
+fn classify(error: RaftError<u64, ClientWriteError<u64, openraft::BasicNode>>) -> ProposeError {
+    match error {
+        RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => {
+            ProposeError::NotLeader {
+                leader: forward.leader_id,
+                leader_addr: forward.leader_node.map(|node| node.addr),
+            }
+        }
+        other => ProposeError::Unavailable(other.to_string()),
+    }
+}

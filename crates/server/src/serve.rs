@@ -1,0 +1,119 @@
+//! Assembling a node: storage, Raft, proposer, timers, and the gRPC + HTTP
+//! port. The order matters: the apply hub exists before storage opens (replay
+//! at start-up already feeds it), and the timers start after Raft.
+
+use crate::api::{ClusterApi, LeaseApi, LockApi, Node};
+use crate::clock::{Clock, TokioClock};
+use crate::hub::ApplyHub;
+use crate::proposer::Proposer;
+use crate::timers::{self, Timers};
+use crate::waiters::Waiters;
+use crate::{http, raft, storage, ServeConfig, ServeError};
+use leasehold_core::limits;
+use leasehold_proto::v1::cluster_server::ClusterServer;
+use leasehold_proto::v1::lease_server::LeaseServer;
+use leasehold_proto::v1::lock_server::LockServer;
+use std::future::Future;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tokio_stream::StreamExt;
+use tonic::service::Routes;
+
+/// The hard cap on a decoded gRPC message; requests between
+/// `REQUEST_BYTES_MAX` and this get a precise InvalidArgument from the handler.
+const DECODE_BYTES_MAX: usize = 4 * 1024 * 1024;
+const _: () = assert!(limits::REQUEST_BYTES_MAX < DECODE_BYTES_MAX);
+
+/// How long a stopping server lets open calls and streams finish.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Runs one node on an already bound listener until `shutdown` resolves.
+pub async fn serve_on(
+    config: ServeConfig,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    config.validate()?;
+    let _ = crate::metrics::handle();
+    let clock: Arc<dyn Clock> = Arc::new(TokioClock);
+    let waiters = Arc::new(Waiters::default());
+    let timers = Arc::new(Timers::new(clock, config.failover_margin));
+    let hub = Arc::new(ApplyHub {
+        waiters: waiters.clone(),
+        timers: timers.clone(),
+    });
+    let (log_store, state_machine) = storage::open(&config.data_dir, hub)
+        .map_err(|error| ServeError::Storage(error.to_string()))?;
+    let state = state_machine.shared();
+    let addr = listener
+        .local_addr()
+        .map_err(|error| ServeError::Transport(error.to_string()))?;
+    let raft =
+        raft::node::start(config.node_id, addr.to_string(), log_store, state_machine).await?;
+    let proposer = Proposer::spawn(raft.clone());
+    timers::spawn(
+        timers.clone(),
+        proposer.clone(),
+        raft.clone(),
+        config.node_id,
+    );
+    let node = Arc::new(Node {
+        node_id: config.node_id,
+        raft: raft.clone(),
+        proposer,
+        state,
+        waiters,
+        timers,
+    });
+    let result = serve_port(node, listener, shutdown).await;
+    if let Err(error) = raft.shutdown().await {
+        tracing::warn!(%error, "raft did not shut down cleanly");
+    }
+    result
+}
+
+async fn serve_port(
+    node: Arc<Node>,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let grpc = Routes::new(
+        LeaseServer::new(LeaseApi::new(node.clone())).max_decoding_message_size(DECODE_BYTES_MAX),
+    )
+    .add_service(
+        LockServer::new(LockApi::new(node.clone())).max_decoding_message_size(DECODE_BYTES_MAX),
+    )
+    .add_service(ClusterServer::new(ClusterApi::new(node.clone())));
+    let router = grpc.into_axum_router().merge(http::router(node));
+    // tonic sets TCP_NODELAY only on sockets it accepts itself; without it a
+    // small reply can sit ~40 ms behind Nagle's algorithm and a delayed ACK.
+    let incoming = TcpListenerStream::new(listener).map(|stream| {
+        let stream = stream?;
+        stream.set_nodelay(true)?;
+        Ok::<_, std::io::Error>(stream)
+    });
+    let (stopping, stop) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stopping.send(true);
+    });
+    let graceful = stopped(stop.clone());
+    let server = tonic::transport::Server::builder()
+        .accept_http1(true)
+        .add_routes(Routes::from(router))
+        .serve_with_incoming_shutdown(incoming, graceful);
+    // Graceful shutdown waits for open streams (keep-alive streams stay open
+    // for as long as their client lives): give them SHUTDOWN_GRACE, then stop.
+    tokio::select! {
+        served = server => served.map_err(|error| ServeError::Transport(error.to_string())),
+        () = async { stopped(stop).await; tokio::time::sleep(SHUTDOWN_GRACE).await } => {
+            tracing::info!("closed connections still open after the shutdown grace period");
+            Ok(())
+        }
+    }
+}
+
+async fn stopped(mut stop: tokio::sync::watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stopping| *stopping).await;
+}

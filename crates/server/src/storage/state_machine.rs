@@ -1,0 +1,198 @@
+//! The Raft state machine: [`leasehold_core::State`] in memory, snapshots in
+//! redb.
+//!
+//! Applying does no I/O: the log is the durable record, and on restart the
+//! state is rebuilt from the latest snapshot plus openraft re-applying the
+//! committed entries after it. A snapshot is the postcard encoding of
+//! `(State, last_applied, last_membership)`.
+
+use super::snapshot_store::{self, Meta};
+use super::{blocking, AppliedState, ApplyListener, DbError, SharedState};
+use crate::raft::types::{BatchOutcome, LogId, TypeConfig};
+use leasehold_core::State;
+use openraft::storage::{RaftStateMachine, Snapshot};
+use openraft::{
+    BasicNode, Entry, EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageError,
+    StorageIOError, StoredMembership,
+};
+use redb::Database;
+use std::io::Cursor;
+use std::sync::Arc;
+
+/// The state machine half of the storage. Cheap to clone: clones share the
+/// state, the database and the listener; a clone is its snapshot builder.
+#[derive(Clone)]
+pub struct StateMachineStore {
+    /// The file shared with the log store; holds the latest snapshot.
+    db: Arc<Database>,
+    /// The applied state, also read by the server.
+    shared: SharedState,
+    /// Told about every applied entry, under the write lock, in log order.
+    listener: Arc<dyn ApplyListener>,
+}
+
+impl StateMachineStore {
+    /// Builds the state machine from the latest stored snapshot, if any, and
+    /// then calls `listener.reset` with it.
+    pub(crate) fn load(
+        db: Arc<Database>,
+        listener: Arc<dyn ApplyListener>,
+    ) -> Result<Self, DbError> {
+        let shared = SharedState::default();
+        if let Some(stored) = snapshot_store::load(&db)? {
+            let loaded = decode(&stored.meta, &stored.data)?;
+            shared.write(|applied| {
+                *applied = loaded;
+                listener.reset(&applied.state);
+            });
+        }
+        Ok(Self {
+            db,
+            shared,
+            listener,
+        })
+    }
+
+    /// A handle through which the server reads the applied state.
+    pub fn shared(&self) -> SharedState {
+        self.shared.clone()
+    }
+
+    /// Applies one entry under the write lock and returns its outcome.
+    fn apply_one(&self, entry: Entry<TypeConfig>) -> BatchOutcome {
+        self.shared.write(|applied| {
+            applied.last_applied = Some(entry.log_id);
+            match entry.payload {
+                EntryPayload::Blank => BatchOutcome::default(),
+                EntryPayload::Normal(batch) => {
+                    let at_unix_ms = batch.at_unix_ms;
+                    let outcome = BatchOutcome {
+                        applied: batch
+                            .commands
+                            .into_iter()
+                            .map(|command| applied.state.apply(command, at_unix_ms))
+                            .collect(),
+                    };
+                    self.listener
+                        .applied(&applied.state, entry.log_id.index, &outcome.applied);
+                    outcome
+                }
+                EntryPayload::Membership(membership) => {
+                    applied.last_membership = StoredMembership::new(Some(entry.log_id), membership);
+                    BatchOutcome::default()
+                }
+            }
+        })
+    }
+}
+
+/// Encodes the applied state as snapshot bytes.
+fn encode(applied: &AppliedState) -> Result<Vec<u8>, postcard::Error> {
+    postcard::to_allocvec(&(
+        &applied.state,
+        &applied.last_applied,
+        &applied.last_membership,
+    ))
+}
+
+/// Decodes snapshot bytes. The meta's log id and membership are authoritative.
+fn decode(meta: &Meta, data: &[u8]) -> Result<AppliedState, DbError> {
+    type Encoded = (State, Option<LogId>, StoredMembership<u64, BasicNode>);
+    let (state, _last_applied, _last_membership): Encoded = postcard::from_bytes(data)?;
+    Ok(AppliedState {
+        state,
+        last_applied: meta.last_log_id,
+        last_membership: meta.last_membership.clone(),
+    })
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
+    /// Encodes the state under the read lock (no clone of the state), then
+    /// stores the snapshot durably off the runtime.
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<u64>> {
+        let (data, last_log_id, last_membership) = self
+            .shared
+            .read_applied(|applied| {
+                let data = encode(applied)?;
+                Ok((data, applied.last_applied, applied.last_membership.clone()))
+            })
+            .map_err(|e: postcard::Error| StorageIOError::write_snapshot(None, &e))?;
+        let db = self.db.clone();
+        let (meta, data) = blocking(move || {
+            let meta = snapshot_store::save_built(&db, last_log_id, last_membership, &data)?;
+            Ok((meta, data))
+        })
+        .await
+        .map_err(|e| StorageIOError::write_snapshot(None, &e))?;
+        Ok(Snapshot {
+            meta,
+            snapshot: Box::new(Cursor::new(data)),
+        })
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachineStore {
+    type SnapshotBuilder = Self;
+
+    async fn applied_state(
+        &mut self,
+    ) -> Result<(Option<LogId>, StoredMembership<u64, BasicNode>), StorageError<u64>> {
+        Ok(self
+            .shared
+            .read_applied(|applied| (applied.last_applied, applied.last_membership.clone())))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<BatchOutcome>, StorageError<u64>>
+    where
+        I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        Ok(entries
+            .into_iter()
+            .map(|entry| self.apply_one(entry))
+            .collect())
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.clone()
+    }
+
+    async fn begin_receiving_snapshot(
+        &mut self,
+    ) -> Result<Box<Cursor<Vec<u8>>>, StorageError<u64>> {
+        Ok(Box::new(Cursor::new(Vec::new())))
+    }
+
+    /// Decodes first (a corrupt snapshot changes nothing), persists, then
+    /// swaps the state and calls `listener.reset` under the write lock.
+    async fn install_snapshot(
+        &mut self,
+        meta: &Meta,
+        snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> Result<(), StorageError<u64>> {
+        let data = snapshot.into_inner();
+        let installed = decode(meta, &data)
+            .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), &e))?;
+        let db = self.db.clone();
+        let stored_meta = meta.clone();
+        blocking(move || snapshot_store::save_installed(&db, &stored_meta, &data))
+            .await
+            .map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), &e))?;
+        self.shared.write(|applied| {
+            *applied = installed;
+            self.listener.reset(&applied.state);
+        });
+        Ok(())
+    }
+
+    async fn get_current_snapshot(
+        &mut self,
+    ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<u64>> {
+        let stored =
+            snapshot_store::load(&self.db).map_err(|e| StorageIOError::read_snapshot(None, &e))?;
+        Ok(stored.map(|stored| Snapshot {
+            meta: stored.meta,
+            snapshot: Box::new(Cursor::new(stored.data)),
+        }))
+    }
+}

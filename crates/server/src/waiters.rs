@@ -1,0 +1,91 @@
+//! The waiter registry: callers blocked in a queued acquire, keyed by
+//! (lock, lease). When the state machine grants a queued lease or drops it
+//! from a queue, the registry wakes the caller. Registration happens *before*
+//! the acquire is proposed, so a grant applied right after the enqueue can
+//! never be missed.
+
+use leasehold_core::{LeaseId, LockName, Token, WaitEndCause};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use tokio::sync::oneshot;
+
+/// How a wait ended, as seen by the state machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitResult {
+    /// The lease now holds the lock.
+    Granted(Token),
+    /// The lease left the queue without a grant.
+    Removed(WaitEndCause),
+}
+
+type Key = (LockName, LeaseId);
+
+/// Blocked acquires waiting for their grant.
+#[derive(Default)]
+pub struct Waiters {
+    slots: Mutex<HashMap<Key, Vec<oneshot::Sender<WaitResult>>>>,
+}
+
+impl Waiters {
+    /// Registers interest in the grant of `name` to `lease`.
+    pub fn register(&self, name: LockName, lease: LeaseId) -> oneshot::Receiver<WaitResult> {
+        let (tx, rx) = oneshot::channel();
+        let mut slots = self.slots.lock().expect("waiters lock poisoned");
+        slots.entry((name, lease)).or_default().push(tx);
+        rx
+    }
+
+    /// Forgets registrations whose receivers are gone (the caller finished).
+    pub fn forget_closed(&self, name: &LockName, lease: LeaseId) {
+        let mut slots = self.slots.lock().expect("waiters lock poisoned");
+        let key = (name.clone(), lease);
+        if let Some(senders) = slots.get_mut(&key) {
+            senders.retain(|tx| !tx.is_closed());
+            if senders.is_empty() {
+                slots.remove(&key);
+            }
+        }
+    }
+
+    /// Wakes everyone waiting on (`name`, `lease`).
+    pub fn wake(&self, name: &LockName, lease: LeaseId, result: WaitResult) {
+        let senders = {
+            let mut slots = self.slots.lock().expect("waiters lock poisoned");
+            slots.remove(&(name.clone(), lease))
+        };
+        for tx in senders.into_iter().flatten() {
+            let _ = tx.send(result);
+        }
+    }
+
+    /// Number of registered waits (for metrics).
+    pub fn len(&self) -> usize {
+        self.slots.lock().expect("waiters lock poisoned").len()
+    }
+
+    /// True when nobody waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn wakes_every_registration_for_the_key() {
+        let waiters = Waiters::default();
+        let name = LockName::parse("a").unwrap();
+        let first = waiters.register(name.clone(), LeaseId(1));
+        let second = waiters.register(name.clone(), LeaseId(1));
+        let other = waiters.register(name.clone(), LeaseId(2));
+        waiters.wake(&name, LeaseId(1), WaitResult::Granted(Token(7)));
+        assert_eq!(first.await.unwrap(), WaitResult::Granted(Token(7)));
+        assert_eq!(second.await.unwrap(), WaitResult::Granted(Token(7)));
+        assert_eq!(waiters.len(), 1);
+        drop(other);
+        waiters.forget_closed(&name, LeaseId(2));
+        assert!(waiters.is_empty());
+    }
+}
