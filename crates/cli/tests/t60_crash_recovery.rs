@@ -248,7 +248,15 @@ async fn verify(endpoint: &str, workers: &[Worker]) {
             }
         }
     }
-    eprintln!("checked: {still_held} acknowledged grants survived the crash");
+    let in_flight = workers
+        .iter()
+        .flat_map(|w| &w.names)
+        .filter(|r| r.acquire_in_flight || r.release_in_flight.is_some())
+        .count();
+    eprintln!(
+        "checked: {still_held} acknowledged grants survived the crash; \
+         {in_flight} operations were in flight at the kill"
+    );
 
     eprintln!("phase: revoke the old leases; new grants get higher tokens");
     for w in workers {

@@ -24,7 +24,7 @@ pub enum LockError {
         holder_token: Option<Token>,
     },
     /// The named lock does not exist (nobody holds or waits for it).
-    #[error("no lock named {name:?}{}", nearby_hint(.nearby))]
+    #[error("no lock named \"{name}\"{}", nearby_hint(.nearby))]
     NoSuchLock {
         name: LockName,
         /// Existing names that look like the one asked for (a release sent

@@ -77,7 +77,11 @@ async fn run(raft: Raft, mut receiver: mpsc::Receiver<Proposal>) {
             at_unix_ms: wall_unix_ms(),
             commands,
         };
-        match raft.client_write(batch).await {
+        let started = std::time::Instant::now();
+        let written = raft.client_write(batch).await;
+        metrics::histogram!("leasehold_batch_commit_seconds")
+            .record(started.elapsed().as_secs_f64());
+        match written {
             Ok(response) => {
                 let applied = response.data.applied;
                 assert_eq!(applied.len(), replies.len(), "one outcome per command");

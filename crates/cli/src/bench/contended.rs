@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold_proto::v1::{lock_client::LockClient, AcquireRequest, ReleaseRequest};
+use leasehold_proto::v1::{AcquireRequest, ReleaseRequest};
+
+use super::transport::Locker;
 use tokio::time::Instant;
 
 use super::stats::Recorder;
@@ -81,7 +83,13 @@ pub(super) async fn client(mut c: Client, w: Window, keys: Keys) -> Recorder {
 }
 
 async fn cycles(c: &mut Client, w: Window, keys: &Keys, rec: &mut Recorder) {
-    let mut lock = LockClient::new(c.channel.clone());
+    let mut lock = match Locker::open(c.channel.clone(), c.transport).await {
+        Ok(lock) => lock,
+        Err(s) => {
+            w.failed(rec, Instant::now(), &s).await;
+            return;
+        }
+    };
     let k = c.index as usize % keys.0.keys.len();
     let name = keys.0.keys[k].name.clone();
     loop {
@@ -96,7 +104,7 @@ async fn cycles(c: &mut Client, w: Window, keys: &Keys, rec: &mut Recorder) {
         let acquired = lock.acquire(acquire).await;
         let t1 = Instant::now();
         let token = match acquired {
-            Ok(r) => r.into_inner().token,
+            Ok(r) => r.token,
             Err(s) => {
                 w.failed(rec, t1, &s).await;
                 continue;

@@ -9,7 +9,10 @@
 mod contended;
 mod keepalive;
 mod stats;
+mod transport;
 mod uncontended;
+
+pub use transport::Transport;
 
 use std::fmt::Write as _;
 use std::future::Future;
@@ -91,6 +94,10 @@ pub struct BenchArgs {
     /// Keep-alive renewals in flight per stream (keepalive workload).
     #[arg(long, value_name = "M", default_value_t = 4)]
     pub inflight: u32,
+    /// How acquires and releases travel: one unary RPC each, or one
+    /// `Lock.Session` stream per client (the client library's hot path).
+    #[arg(long, value_enum, default_value_t = Transport::Session)]
+    pub transport: Transport,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     pub json: bool,
@@ -106,6 +113,7 @@ struct Plan {
     seconds: u64,
     connections: u32,
     inflight: u32,
+    transport: Transport,
 }
 
 impl Plan {
@@ -189,6 +197,7 @@ impl Plan {
             seconds: args.seconds,
             connections,
             inflight,
+            transport: args.transport,
         })
     }
 }
@@ -208,6 +217,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             lease,
             channel: channels[i % channels.len()].clone(),
             ids: RequestIds::new(&run_id, i as u32),
+            transport: plan.transport,
         })
         .collect();
 
@@ -264,6 +274,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             warmup_s: WARMUP.as_secs(),
             connections: plan.connections,
             inflight: plan.inflight,
+            transport: plan.transport.name(),
             elapsed_s: plan.seconds as f64,
         },
         &total,
@@ -291,6 +302,7 @@ struct Client {
     lease: u64,
     channel: Channel,
     ids: RequestIds,
+    transport: Transport,
 }
 
 /// The timing of a run: everything before `measure_from` is warm-up; clients

@@ -133,6 +133,8 @@ pub struct RunInfo {
     pub warmup_s: u64,
     pub connections: u32,
     pub inflight: u32,
+    /// `unary` or `session` (acquire/release transport).
+    pub transport: &'static str,
     /// The measured window as it really elapsed, seconds.
     pub elapsed_s: f64,
 }
@@ -146,6 +148,7 @@ pub struct Report {
     pub keys: u32,
     pub seconds: u64,
     pub warmup_s: u64,
+    pub transport: &'static str,
     pub connections: u32,
     /// Calls in flight per client (keep-alive renewals per stream; 1 otherwise).
     pub inflight: u32,
@@ -191,6 +194,7 @@ impl Report {
             seconds: info.seconds,
             warmup_s: info.warmup_s,
             connections: info.connections,
+            transport: info.transport,
             inflight: info.inflight,
             elapsed_s: (info.elapsed_s * 1000.0).round() / 1000.0,
             cycles: lat.count,
@@ -232,8 +236,8 @@ impl Report {
         };
         let _ = writeln!(
             s,
-            "  endpoint {}, {} clients{keys}, {} connections, {} in flight per client",
-            self.endpoint, self.clients, self.connections, self.inflight
+            "  endpoint {}, {} clients{keys}, {} connections ({}), {} in flight per client",
+            self.endpoint, self.clients, self.connections, self.transport, self.inflight
         );
         let _ = writeln!(
             s,
@@ -284,6 +288,7 @@ mod tests {
             seconds: 10,
             warmup_s: 1,
             connections: 2,
+            transport: "unary",
             inflight: 1,
             elapsed_s: 10.0,
         }

@@ -2,7 +2,9 @@
 //! `bench/u/{client}`. A cycle is one acquire + release; its latency is the
 //! whole cycle.
 
-use leasehold_proto::v1::{lock_client::LockClient, AcquireRequest, ReleaseRequest};
+use leasehold_proto::v1::{AcquireRequest, ReleaseRequest};
+
+use super::transport::Locker;
 use tokio::time::Instant;
 
 use super::stats::Recorder;
@@ -16,7 +18,13 @@ pub(super) async fn client(mut c: Client, w: Window) -> Recorder {
 }
 
 async fn cycles(c: &mut Client, w: Window, rec: &mut Recorder) {
-    let mut lock = LockClient::new(c.channel.clone());
+    let mut lock = match Locker::open(c.channel.clone(), c.transport).await {
+        Ok(lock) => lock,
+        Err(s) => {
+            w.failed(rec, Instant::now(), &s).await;
+            return;
+        }
+    };
     let name = format!("bench/u/{}", c.index);
     loop {
         let t0 = Instant::now();
@@ -28,7 +36,7 @@ async fn cycles(c: &mut Client, w: Window, rec: &mut Recorder) {
             ..Default::default()
         };
         let token = match lock.acquire(acquire).await {
-            Ok(r) => r.into_inner().token,
+            Ok(r) => r.token,
             Err(s) => {
                 w.failed(rec, Instant::now(), &s).await;
                 continue;

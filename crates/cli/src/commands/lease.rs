@@ -202,7 +202,7 @@ async fn keepalive_stream(conn: &Conn, args: KeepaliveArgs) -> Result<(), CliErr
             seq,
         })
         .await
-        .map_err(|_| CliError::new(Exit::Unavailable, "the keep-alive stream closed"))?;
+        .map_err(|_| stream_closed(args.id))?;
         let reply = tokio::select! {
             _ = &mut interrupted => {
                 eprintln!("stopped renewing lease {}; it expires after its ttl", args.id);
@@ -231,6 +231,13 @@ async fn keepalive_stream(conn: &Conn, args: KeepaliveArgs) -> Result<(), CliErr
         interval = Duration::from_millis((reply.ttl_ms / 3).max(100));
     }
     Ok(())
+}
+
+fn stream_closed(lease: u64) -> CliError {
+    CliError::new(
+        Exit::Unavailable,
+        format!("the server closed the keep-alive stream of lease {lease}; it expires after its ttl unless renewed"),
+    )
 }
 
 fn no_renewal(lease: u64, timeout: Duration) -> CliError {

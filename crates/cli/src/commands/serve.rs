@@ -1,6 +1,6 @@
 //! `leasehold serve`: runs one server node in this process until SIGINT or
 //! SIGTERM. Logs go to stderr through `tracing` (`RUST_LOG`, default
-//! `info`); stdout gets exactly one line, once the port accepts connections.
+//! `info,openraft=warn`); stdout gets exactly one line, once the port accepts connections.
 
 use crate::error::CliError;
 use crate::exit::Exit;
@@ -128,7 +128,8 @@ fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
 
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        // openraft narrates every election and membership step at info.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

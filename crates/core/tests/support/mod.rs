@@ -116,7 +116,11 @@ pub fn to_command(op: &Op, state: &State, slots: &[LeaseId; SLOTS], step: usize)
             let current = state.lease(slots[slot]).map_or(0, |l| l.renewals);
             Command::ExpireLease {
                 lease: slots[slot],
-                renewals: if step.is_multiple_of(5) { current + 1 } else { current },
+                renewals: if step.is_multiple_of(5) {
+                    current + 1
+                } else {
+                    current
+                },
             }
         }
         Op::Acquire { .. } => acquire(op, slots, step),

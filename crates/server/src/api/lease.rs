@@ -1,7 +1,8 @@
 //! `leasehold.v1.Lease`: grant, keep alive (unary and streamed), revoke, get.
 
 use super::convert::{lease_to_wire, owner_from_wire};
-use super::keepalive_stream::KeepAliveStream;
+use super::keepalive_stream;
+use super::stream::AnswerStream;
 use super::{check_lease_id, check_request_size, ApiError, Node};
 use leasehold_core::{command, Command, LockError, Reply, RequestId};
 use leasehold_proto::v1::lease_server::Lease;
@@ -85,13 +86,13 @@ impl Lease for LeaseApi {
         ))
     }
 
-    type KeepAliveStreamStream = KeepAliveStream;
+    type KeepAliveStreamStream = AnswerStream<KeepAliveResponse>;
 
     async fn keep_alive_stream(
         &self,
         request: Request<Streaming<KeepAliveRequest>>,
-    ) -> Result<Response<KeepAliveStream>, Status> {
-        Ok(Response::new(KeepAliveStream::spawn(
+    ) -> Result<Response<Self::KeepAliveStreamStream>, Status> {
+        Ok(Response::new(keepalive_stream::spawn(
             self.node.clone(),
             request.into_inner(),
         )))

@@ -1,17 +1,38 @@
-//! `leasehold.v1.Lock`: acquire (immediate or queued), release, get, list.
+//! `leasehold.v1.Lock`: acquire (see `acquire.rs`), release, get, list, and
+//! the session stream (see `session.rs`).
 
+use super::acquire::acquire;
 use super::convert::lock_to_wire;
 use super::lease::unexpected;
-use super::wait::QueuedWait;
+use super::session;
+use super::stream::AnswerStream;
 use super::{check_lease_id, check_request_size, ApiError, Node};
-use leasehold_core::{limits, Acquire, Command, LockError, LockName, Reply, RequestId, Token};
+use leasehold_core::{limits, Command, LockError, LockName, Reply, RequestId, Token};
 use leasehold_proto::v1::lock_server::Lock;
 use leasehold_proto::v1::{
     AcquireRequest, AcquireResponse, GetLockRequest, GetLockResponse, ListLocksRequest,
-    ListLocksResponse, ReleaseRequest, ReleaseResponse,
+    ListLocksResponse, ReleaseRequest, ReleaseResponse, SessionRequest, SessionResponse,
 };
 use std::sync::Arc;
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response, Status, Streaming};
+
+/// Validates and performs one release.
+pub async fn release(node: &Node, request: ReleaseRequest) -> Result<ReleaseResponse, ApiError> {
+    check_request_size(&request)?;
+    let command = Command::Release {
+        lease: check_lease_id(request.lease)?,
+        name: LockName::parse(&request.name)?,
+        token: Token(request.token),
+        request_id: RequestId::parse(&request.request_id)?,
+    };
+    let (outcome, revision) = node.propose(command).await?;
+    match outcome? {
+        Reply::Released => Ok(ReleaseResponse {
+            header: node.header(revision),
+        }),
+        other => Err(unexpected("Release", &other)),
+    }
+}
 
 /// The Lock service.
 pub struct LockApi {
@@ -25,125 +46,36 @@ impl LockApi {
     }
 }
 
-fn parse_acquire(request: AcquireRequest) -> Result<Acquire, ApiError> {
-    check_request_size(&request)?;
-    let acquire = Acquire {
-        lease: check_lease_id(request.lease)?,
-        name: LockName::parse(&request.name)?,
-        wait_ms: request.wait_ms,
-        request_id: RequestId::parse(&request.request_id)?,
-        fenced: request.fenced,
-        lock_delay_ms: request.lock_delay_ms,
-        max_hold_ms: request.max_hold_ms,
-        metadata: request.metadata.into_iter().collect(),
-    };
-    acquire.validate()?;
-    Ok(acquire)
-}
-
-impl LockApi {
-    fn granted(&self, token: Token, already_held: bool, waited_ms: u64) -> AcquireResponse {
-        AcquireResponse {
-            header: self
-                .node
-                .header(self.node.state.read(|state| state.revision())),
-            token: token.0,
-            already_held,
-            waited_ms,
-        }
-    }
-
-    fn held_by(&self, wait: &QueuedWait) -> Option<Token> {
-        self.node.state.read(|state| {
-            let holder = state.lock(wait.name())?.holder.as_ref()?;
-            (holder.lease == wait.lease()).then_some(holder.token)
-        })
-    }
-
-    async fn acquire_now(&self, acquire: Acquire) -> Result<AcquireResponse, ApiError> {
-        let (outcome, _) = self.node.propose(Command::Acquire(acquire)).await?;
-        match outcome? {
-            Reply::Acquired {
-                token,
-                already_held,
-            } => Ok(self.granted(token, already_held, 0)),
-            other => Err(unexpected("Acquire", &other)),
-        }
-    }
-
-    async fn acquire_queued(&self, acquire: Acquire) -> Result<AcquireResponse, ApiError> {
-        let wait = QueuedWait::register(
-            self.node.clone(),
-            acquire.name.clone(),
-            acquire.lease,
-            acquire.wait_ms,
-        );
-        let (outcome, _) = self.node.propose(Command::Acquire(acquire)).await?;
-        let reply = match outcome {
-            Ok(reply) => reply,
-            Err(refused) => {
-                wait.finish();
-                return Err(refused.into());
-            }
-        };
-        match reply {
-            Reply::Acquired {
-                token,
-                already_held,
-            } => {
-                wait.finish();
-                Ok(self.granted(token, already_held, 0))
-            }
-            Reply::Queued { .. } => {
-                // A retried acquire replays its first outcome (`Queued`) even
-                // if the grant has happened since: answer from the state then.
-                if let Some(token) = self.held_by(&wait) {
-                    wait.finish();
-                    return Ok(self.granted(token, false, 0));
-                }
-                let (token, waited_ms) = wait.until_granted().await?;
-                Ok(self.granted(token, false, waited_ms))
-            }
-            other => Err(unexpected("Acquire", &other)),
-        }
-    }
-}
-
 #[tonic::async_trait]
 impl Lock for LockApi {
     async fn acquire(
         &self,
         request: Request<AcquireRequest>,
     ) -> Result<Response<AcquireResponse>, Status> {
-        let acquire = parse_acquire(request.into_inner())?;
-        let response = if acquire.wait_ms == 0 {
-            self.acquire_now(acquire).await?
-        } else {
-            self.acquire_queued(acquire).await?
-        };
-        metrics::counter!("leasehold_acquires_total").increment(1);
-        Ok(Response::new(response))
+        Ok(Response::new(
+            acquire(&self.node, request.into_inner()).await?,
+        ))
     }
 
     async fn release(
         &self,
         request: Request<ReleaseRequest>,
     ) -> Result<Response<ReleaseResponse>, Status> {
-        let request = request.into_inner();
-        check_request_size(&request)?;
-        let command = Command::Release {
-            lease: check_lease_id(request.lease)?,
-            name: LockName::parse(&request.name).map_err(ApiError::from)?,
-            token: Token(request.token),
-            request_id: RequestId::parse(&request.request_id).map_err(ApiError::from)?,
-        };
-        let (outcome, revision) = self.node.propose(command).await?;
-        match outcome.map_err(ApiError::from)? {
-            Reply::Released => Ok(Response::new(ReleaseResponse {
-                header: self.node.header(revision),
-            })),
-            other => Err(unexpected("Release", &other).into()),
-        }
+        Ok(Response::new(
+            release(&self.node, request.into_inner()).await?,
+        ))
+    }
+
+    type SessionStream = AnswerStream<SessionResponse>;
+
+    async fn session(
+        &self,
+        request: Request<Streaming<SessionRequest>>,
+    ) -> Result<Response<Self::SessionStream>, Status> {
+        Ok(Response::new(session::spawn(
+            self.node.clone(),
+            request.into_inner(),
+        )))
     }
 
     async fn get(

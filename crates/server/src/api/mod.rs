@@ -2,12 +2,15 @@
 //! the boundary (every limit named in its error), turns it into a core
 //! [`leasehold_core::Command`], proposes it, and maps the outcome.
 
+mod acquire;
 mod cluster;
 mod convert;
 mod error;
 mod keepalive_stream;
 mod lease;
 mod lock;
+mod session;
+mod stream;
 mod wait;
 
 pub use cluster::ClusterApi;

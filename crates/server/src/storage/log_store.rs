@@ -212,7 +212,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             .map(|entry| Ok((entry.log_id.index, postcard::to_allocvec(&entry)?)))
             .collect::<Result<Vec<_>, DbError>>()
             .map_err(|e| StorageIOError::write_logs(&e))?;
-        match self.write_entries(encoded).await {
+        let started = std::time::Instant::now();
+        let written = self.write_entries(encoded).await;
+        metrics::histogram!("leasehold_log_append_seconds").record(started.elapsed().as_secs_f64());
+        match written {
             Ok(()) => {
                 callback.log_io_completed(Ok(()));
                 Ok(())

@@ -1,0 +1,104 @@
+//! Acquire, immediate or queued: shared by the unary `Lock.Acquire` and the
+//! `Lock.Session` stream.
+
+use super::lease::unexpected;
+use super::wait::QueuedWait;
+use super::{check_lease_id, check_request_size, ApiError, Node};
+use leasehold_core::{Acquire, Command, LockName, Reply, RequestId, Token};
+use leasehold_proto::v1::{AcquireRequest, AcquireResponse};
+use std::sync::Arc;
+
+/// Validates and performs one acquire; with `wait_ms` > 0, waits in the queue.
+pub async fn acquire(
+    node: &Arc<Node>,
+    request: AcquireRequest,
+) -> Result<AcquireResponse, ApiError> {
+    let acquire = parse_acquire(request)?;
+    let response = if acquire.wait_ms == 0 {
+        acquire_now(node, acquire).await?
+    } else {
+        acquire_queued(node, acquire).await?
+    };
+    metrics::counter!("leasehold_acquires_total").increment(1);
+    Ok(response)
+}
+
+fn parse_acquire(request: AcquireRequest) -> Result<Acquire, ApiError> {
+    check_request_size(&request)?;
+    let acquire = Acquire {
+        lease: check_lease_id(request.lease)?,
+        name: LockName::parse(&request.name)?,
+        wait_ms: request.wait_ms,
+        request_id: RequestId::parse(&request.request_id)?,
+        fenced: request.fenced,
+        lock_delay_ms: request.lock_delay_ms,
+        max_hold_ms: request.max_hold_ms,
+        metadata: request.metadata.into_iter().collect(),
+    };
+    acquire.validate()?;
+    Ok(acquire)
+}
+
+fn granted(node: &Node, token: Token, already_held: bool, waited_ms: u64) -> AcquireResponse {
+    AcquireResponse {
+        header: node.header(node.state.read(|state| state.revision())),
+        token: token.0,
+        already_held,
+        waited_ms,
+    }
+}
+
+fn held_by(node: &Node, wait: &QueuedWait) -> Option<Token> {
+    node.state.read(|state| {
+        let holder = state.lock(wait.name())?.holder.as_ref()?;
+        (holder.lease == wait.lease()).then_some(holder.token)
+    })
+}
+
+async fn acquire_now(node: &Node, acquire: Acquire) -> Result<AcquireResponse, ApiError> {
+    let (outcome, _) = node.propose(Command::Acquire(acquire)).await?;
+    match outcome? {
+        Reply::Acquired {
+            token,
+            already_held,
+        } => Ok(granted(node, token, already_held, 0)),
+        other => Err(unexpected("Acquire", &other)),
+    }
+}
+
+async fn acquire_queued(node: &Arc<Node>, acquire: Acquire) -> Result<AcquireResponse, ApiError> {
+    let wait = QueuedWait::register(
+        node.clone(),
+        acquire.name.clone(),
+        acquire.lease,
+        acquire.wait_ms,
+    );
+    let (outcome, _) = node.propose(Command::Acquire(acquire)).await?;
+    let reply = match outcome {
+        Ok(reply) => reply,
+        Err(refused) => {
+            wait.finish();
+            return Err(refused.into());
+        }
+    };
+    match reply {
+        Reply::Acquired {
+            token,
+            already_held,
+        } => {
+            wait.finish();
+            Ok(granted(node, token, already_held, 0))
+        }
+        Reply::Queued { .. } => {
+            // A retried acquire replays its first outcome (`Queued`) even
+            // if the grant has happened since: answer from the state then.
+            if let Some(token) = held_by(node, &wait) {
+                wait.finish();
+                return Ok(granted(node, token, false, 0));
+            }
+            let (token, waited_ms) = wait.until_granted().await?;
+            Ok(granted(node, token, false, waited_ms))
+        }
+        other => Err(unexpected("Acquire", &other)),
+    }
+}

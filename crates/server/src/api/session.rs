@@ -1,0 +1,42 @@
+//! `Lock.Session`: acquires, releases and keep-alives over one stream, so a
+//! busy client pays per message instead of per RPC. Each operation runs the
+//! same code as its unary form.
+
+use super::acquire::acquire;
+use super::keepalive_stream::error_detail;
+use super::lease::keep_alive;
+use super::lock::release;
+use super::stream::{spawn_answering, AnswerStream};
+use super::{ApiError, Node};
+use leasehold_proto::v1::session_request::Op;
+use leasehold_proto::v1::session_response::Result as Answer;
+use leasehold_proto::v1::{SessionRequest, SessionResponse};
+use std::sync::Arc;
+use tonic::Streaming;
+
+/// Serves a session stream.
+pub fn spawn(
+    node: Arc<Node>,
+    requests: Streaming<SessionRequest>,
+) -> AnswerStream<SessionResponse> {
+    spawn_answering(requests, move |request| {
+        let node = node.clone();
+        async move { answer(&node, request).await }
+    })
+}
+
+async fn answer(node: &Arc<Node>, request: SessionRequest) -> SessionResponse {
+    let result = match request.op {
+        Some(Op::Acquire(op)) => acquire(node, op).await.map(Answer::Acquire),
+        Some(Op::Release(op)) => release(node, op).await.map(Answer::Release),
+        Some(Op::KeepAlive(op)) => keep_alive(node, &op).await.map(Answer::KeepAlive),
+        None => Err(ApiError::invalid(
+            "op",
+            "a session request needs an operation",
+        )),
+    };
+    SessionResponse {
+        seq: request.seq,
+        result: Some(result.unwrap_or_else(|error| Answer::Error(error_detail(error)))),
+    }
+}

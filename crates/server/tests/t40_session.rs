@@ -1,0 +1,154 @@
+//! The session stream runs acquire, release and keep-alive with the same
+//! semantics as the unary calls: answers matched by seq, errors in-band, the
+//! stream open after an error, and a queued acquire on a closed stream
+//! leaving its queue.
+
+mod common;
+
+use common::{acquire, grant, TestServer};
+use leasehold_proto::v1::session_request::Op;
+use leasehold_proto::v1::session_response::Result as Answer;
+use leasehold_proto::v1::{
+    GetLockRequest, KeepAliveRequest, ReleaseRequest, SessionRequest, SessionResponse,
+};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::StreamExt;
+use tonic::Streaming;
+
+struct Session {
+    requests: mpsc::Sender<SessionRequest>,
+    responses: Streaming<SessionResponse>,
+}
+
+impl Session {
+    async fn open(server: &TestServer) -> Session {
+        let (requests, outgoing) = mpsc::channel(16);
+        let responses = server
+            .locks()
+            .await
+            .session(ReceiverStream::new(outgoing))
+            .await
+            .expect("open session")
+            .into_inner();
+        Session {
+            requests,
+            responses,
+        }
+    }
+
+    async fn call(&mut self, seq: u64, op: Op) -> Answer {
+        self.requests
+            .send(SessionRequest { seq, op: Some(op) })
+            .await
+            .unwrap();
+        let response = self.responses.next().await.expect("an answer").expect("ok");
+        assert_eq!(response.seq, seq);
+        response.result.expect("a result")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_release_and_keepalive_over_one_stream() {
+    let server = TestServer::start().await;
+    let mut leases = server.leases().await;
+    let lease = grant(&mut leases, 10_000).await;
+    let other = grant(&mut leases, 10_000).await;
+    let mut session = Session::open(&server).await;
+
+    let Answer::Acquire(first) = session.call(1, Op::Acquire(acquire(lease, "s", 0))).await else {
+        panic!("acquire failed")
+    };
+    let Answer::Error(busy) = session.call(2, Op::Acquire(acquire(other, "s", 0))).await else {
+        panic!("a second holder was granted")
+    };
+    assert_eq!(busy.reason, "Busy");
+    assert_eq!(busy.holder_token, first.token);
+    let Answer::Error(wrong) = session
+        .call(
+            3,
+            Op::Release(ReleaseRequest {
+                lease,
+                name: "s".into(),
+                token: first.token - 1,
+                request_id: String::new(),
+            }),
+        )
+        .await
+    else {
+        panic!("a release with a wrong token succeeded")
+    };
+    assert_eq!(wrong.reason, "NotHolder");
+    let Answer::KeepAlive(renewed) = session
+        .call(4, Op::KeepAlive(KeepAliveRequest { lease, seq: 0 }))
+        .await
+    else {
+        panic!("keep-alive failed")
+    };
+    assert_eq!(renewed.ttl_ms, 10_000);
+    let Answer::Release(_) = session
+        .call(
+            5,
+            Op::Release(ReleaseRequest {
+                lease,
+                name: "s".into(),
+                token: first.token,
+                request_id: String::new(),
+            }),
+        )
+        .await
+    else {
+        panic!("release failed")
+    };
+    let Answer::Acquire(second) = session.call(6, Op::Acquire(acquire(other, "s", 0))).await else {
+        panic!("re-acquire failed")
+    };
+    assert!(second.token > first.token);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_acquire_leaves_the_queue_when_its_session_closes() {
+    let server = TestServer::start().await;
+    let mut leases = server.leases().await;
+    let mut locks = server.locks().await;
+    let holder = grant(&mut leases, 30_000).await;
+    let waiter = grant(&mut leases, 30_000).await;
+    locks.acquire(acquire(holder, "q", 0)).await.unwrap();
+
+    let session = Session::open(&server).await;
+    session
+        .requests
+        .send(SessionRequest {
+            seq: 1,
+            op: Some(Op::Acquire(acquire(waiter, "q", 20_000))),
+        })
+        .await
+        .unwrap();
+    let queue = |locks: &mut leasehold_proto::v1::lock_client::LockClient<_>| {
+        let mut locks = locks.clone();
+        async move {
+            let lock = locks
+                .get(GetLockRequest { name: "q".into() })
+                .await
+                .unwrap()
+                .into_inner();
+            lock.lock.unwrap().waiters.len()
+        }
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while queue(&mut locks).await != 1 {
+        assert!(tokio::time::Instant::now() < deadline, "never queued");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(session);
+    while queue(&mut locks).await != 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the closed session's waiter stayed queued"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    server.stop().await;
+}
