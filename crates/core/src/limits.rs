@@ -34,6 +34,8 @@ pub const LABEL_BYTES_MAX: usize = 512;
 /// Recently expired lease ids remembered, so a late keep-alive hears
 /// "expired" rather than "not found".
 pub const EXPIRED_LEASES_REMEMBERED: usize = 4_096;
+/// Revokes (with a request id) remembered for idempotent retries.
+pub const REVOCATIONS_REMEMBERED: usize = 4_096;
 /// Failed releases remembered for diagnosis.
 pub const FAILED_RELEASES_REMEMBERED: usize = 256;
 /// Names suggested in a NoSuchLock error.

@@ -65,6 +65,10 @@ pub struct State {
     expired: BTreeSet<LeaseId>,
     /// The last `FAILED_RELEASES_REMEMBERED` failed releases, oldest first.
     failed_releases: VecDeque<FailedRelease>,
+    /// The last `REVOCATIONS_REMEMBERED` revokes that carried a request id,
+    /// with their outcome: the lease (and its dedup memory) is gone, yet a
+    /// retried revoke whose first reply was lost must hear the same answer.
+    revocations: VecDeque<(LeaseId, RequestId, crate::Reply)>,
 }
 
 impl State {
@@ -79,10 +83,9 @@ impl State {
                 request_id,
             } => self.grant_lease(ttl_ms, owner, request_id, at_unix_ms, &mut effects),
             Command::KeepAlive { lease } => self.keep_alive(lease, at_unix_ms, &mut effects),
-            Command::RevokeLease { lease, .. } => match self.leases.contains_key(&lease) {
-                true => Ok(self.end_lease(lease, false, at_unix_ms, &mut effects)),
-                false => Err(self.lease_gone(lease)),
-            },
+            Command::RevokeLease { lease, request_id } => {
+                self.revoke(lease, request_id, at_unix_ms, &mut effects)
+            }
             Command::ExpireLease { lease, renewals } => {
                 match self.leases.get(&lease).map(|row| row.renewals) {
                     Some(current) if current == renewals => {

@@ -16,8 +16,8 @@ pub struct ServeConfig {
     pub node_id: u64,
     /// Extra time a lease gets when a new leader takes over (guarantee 5).
     pub failover_margin: Duration,
-    /// Longest time the proposer waits to fill a batch of keep-alives.
-    pub keepalive_batch_window: Duration,
+    /// Log entries between snapshots (bounds the log and the replay at restart).
+    pub snapshot_every_entries: u64,
 }
 
 impl ServeConfig {
@@ -28,7 +28,7 @@ impl ServeConfig {
             listen,
             node_id: 1,
             failover_margin: Duration::from_millis(500),
-            keepalive_batch_window: Duration::from_millis(0),
+            snapshot_every_entries: crate::raft::node::SNAPSHOT_EVERY_ENTRIES,
         }
     }
 
@@ -37,6 +37,11 @@ impl ServeConfig {
         if self.node_id == 0 {
             return Err(crate::ServeError::Config(
                 "node id must not be 0: pass --node-id 1 or higher".into(),
+            ));
+        }
+        if self.snapshot_every_entries == 0 {
+            return Err(crate::ServeError::Config(
+                "snapshot_every_entries must be at least 1".into(),
             ));
         }
         Ok(())

@@ -25,6 +25,9 @@ use tonic::service::Routes;
 const DECODE_BYTES_MAX: usize = 4 * 1024 * 1024;
 const _: () = assert!(limits::REQUEST_BYTES_MAX < DECODE_BYTES_MAX);
 
+/// How long a start waits for a data dir that a stopping server still holds.
+const STORAGE_RELEASE_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How long a stopping server lets open calls and streams finish.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -43,14 +46,19 @@ pub async fn serve_on(
         waiters: waiters.clone(),
         timers: timers.clone(),
     });
-    let (log_store, state_machine) = storage::open(&config.data_dir, hub)
-        .map_err(|error| ServeError::Storage(error.to_string()))?;
+    let (log_store, state_machine) = open_storage(&config, hub).await?;
     let state = state_machine.shared();
     let addr = listener
         .local_addr()
         .map_err(|error| ServeError::Transport(error.to_string()))?;
-    let raft =
-        raft::node::start(config.node_id, addr.to_string(), log_store, state_machine).await?;
+    let raft = raft::node::start(
+        config.node_id,
+        addr.to_string(),
+        config.snapshot_every_entries,
+        log_store,
+        state_machine,
+    )
+    .await?;
     let proposer = Proposer::spawn(raft.clone());
     timers::spawn(
         timers.clone(),
@@ -71,6 +79,27 @@ pub async fn serve_on(
         tracing::warn!(%error, "raft did not shut down cleanly");
     }
     result
+}
+
+/// Opens the data dir. A server that just stopped (in this process, or a
+/// process that just exited) may hold the file lock a moment longer, so a
+/// locked data dir is retried for up to `STORAGE_RELEASE_MAX` before the
+/// error is reported.
+async fn open_storage(
+    config: &ServeConfig,
+    hub: Arc<ApplyHub>,
+) -> Result<(storage::LogStore, storage::StateMachineStore), ServeError> {
+    let deadline = tokio::time::Instant::now() + STORAGE_RELEASE_MAX;
+    loop {
+        match storage::open(&config.data_dir, hub.clone()) {
+            Err(storage::OpenError::AlreadyOpen { .. })
+                if tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            opened => return opened.map_err(|error| ServeError::Storage(error.to_string())),
+        }
+    }
 }
 
 async fn serve_port(

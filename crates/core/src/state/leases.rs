@@ -87,6 +87,34 @@ impl State {
         Ok(Reply::KeptAlive { lease, ttl_ms })
     }
 
+    /// Revokes a live lease; a retried revoke (same request id) of a lease
+    /// already revoked gets the first outcome again.
+    pub(super) fn revoke(
+        &mut self,
+        lease: LeaseId,
+        request_id: Option<RequestId>,
+        at_unix_ms: u64,
+        effects: &mut Vec<Effect>,
+    ) -> Outcome {
+        if !self.leases.contains_key(&lease) {
+            let first = request_id.as_ref().and_then(|id| {
+                self.revocations
+                    .iter()
+                    .find(|(l, r, _)| *l == lease && r == id)
+                    .map(|(_, _, reply)| reply.clone())
+            });
+            return first.ok_or_else(|| self.lease_gone(lease));
+        }
+        let reply = self.end_lease(lease, false, at_unix_ms, effects);
+        if let Some(id) = request_id {
+            if self.revocations.len() == limits::REVOCATIONS_REMEMBERED {
+                self.revocations.pop_front();
+            }
+            self.revocations.push_back((lease, id, reply.clone()));
+        }
+        Ok(reply)
+    }
+
     /// Ends a live lease (revoked, or `expired` by the leader's timer):
     /// frees its locks (starting lock delays on expiry), leaves its queues,
     /// and forgets its request ids.

@@ -274,3 +274,28 @@ fn expiry_without_waiters_removes_the_lock() {
     assert_eq!(state.lock_count(), 0);
     assert!(state.recently_expired(a));
 }
+
+#[test]
+fn a_retried_revoke_gets_its_first_outcome() {
+    let mut state = State::default();
+    let lease = grant(&mut state);
+    let id = crate::RequestId::parse("revoke-1").unwrap();
+    let revoke = |state: &mut State, id: Option<crate::RequestId>| {
+        state
+            .apply(
+                Command::RevokeLease {
+                    lease,
+                    request_id: id,
+                },
+                1,
+            )
+            .outcome
+    };
+    let first = revoke(&mut state, id.clone());
+    assert!(matches!(first, Ok(crate::Reply::LeaseEnded { .. })));
+    assert_eq!(revoke(&mut state, id), first);
+    assert_eq!(
+        revoke(&mut state, None),
+        Err(crate::LockError::LeaseNotFound { lease })
+    );
+}

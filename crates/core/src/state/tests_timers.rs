@@ -238,17 +238,7 @@ fn cancel_wait_leaves_the_queue_or_reports_the_hold() {
 #[test]
 fn an_expiry_decided_before_a_renewal_changes_nothing() {
     let mut state = State::default();
-    let granted = state.apply(
-        Command::GrantLease {
-            ttl_ms: 5_000,
-            owner: Default::default(),
-            request_id: None,
-        },
-        0,
-    );
-    let Ok(crate::Reply::LeaseGranted { lease, .. }) = granted.outcome else {
-        panic!("grant failed: {granted:?}")
-    };
+    let lease = grant(&mut state);
     state.apply(Command::KeepAlive { lease }, 1);
     let before = state.clone();
     let stale = state.apply(Command::ExpireLease { lease, renewals: 0 }, 2);

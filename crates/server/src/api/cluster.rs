@@ -26,7 +26,7 @@ impl Cluster for ClusterApi {
     ) -> Result<Response<StatusResponse>, Status> {
         // Copy what we need out of the metrics: holding the borrow across an
         // await would block openraft's metrics sender.
-        let (leader, term, applied_index, state, members) = {
+        let (leader, term, applied_index, state, members, snapshot_index, purged_index) = {
             let metrics = self.node.raft.metrics();
             let m = metrics.borrow();
             let membership = m.membership_config.membership();
@@ -45,6 +45,8 @@ impl Cluster for ClusterApi {
                 m.last_applied.map_or(0, |log_id| log_id.index),
                 format!("{:?}", m.state),
                 members,
+                m.snapshot.map_or(0, |log_id| log_id.index),
+                m.purged.map_or(0, |log_id| log_id.index),
             )
         };
         let (revision, leases, locks) = self.node.state.read(|state| {
@@ -66,6 +68,8 @@ impl Cluster for ClusterApi {
             leases,
             locks,
             version: env!("CARGO_PKG_VERSION").into(),
+            snapshot_index,
+            purged_index,
         }))
     }
 }

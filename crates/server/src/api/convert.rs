@@ -85,6 +85,10 @@ pub fn lock_to_wire(node: &Node, state: &State, lock: &Lock) -> pb::LockInfo {
         name: lock.name.to_string(),
         holder,
         waiters,
-        lock_delay_remaining_ms: lock.delay.as_ref().map_or(0, |d| d.delay_ms),
+        lock_delay_remaining_ms: lock.delay.as_ref().map_or(0, |delay| {
+            node.timers
+                .delay_remaining(&lock.name, delay.token)
+                .map_or(delay.delay_ms, |left| left.as_millis() as u64)
+        }),
     }
 }

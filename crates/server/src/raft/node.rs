@@ -15,14 +15,14 @@ pub const SNAPSHOT_EVERY_ENTRIES: u64 = 20_000;
 pub const LOG_KEPT_BEHIND_SNAPSHOT: u64 = 2_000;
 
 /// The openraft configuration, validated.
-pub fn raft_config() -> Result<Arc<Config>, ServeError> {
+pub fn raft_config(snapshot_every_entries: u64) -> Result<Arc<Config>, ServeError> {
     let config = Config {
         cluster_name: "leasehold".into(),
         heartbeat_interval: 100,
         election_timeout_min: 500,
         election_timeout_max: 1_000,
-        snapshot_policy: SnapshotPolicy::LogsSinceLast(SNAPSHOT_EVERY_ENTRIES),
-        max_in_snapshot_log_to_keep: LOG_KEPT_BEHIND_SNAPSHOT,
+        snapshot_policy: SnapshotPolicy::LogsSinceLast(snapshot_every_entries),
+        max_in_snapshot_log_to_keep: LOG_KEPT_BEHIND_SNAPSHOT.min(snapshot_every_entries),
         ..Config::default()
     };
     let config = config
@@ -36,10 +36,12 @@ pub fn raft_config() -> Result<Arc<Config>, ServeError> {
 pub async fn start(
     node_id: u64,
     addr: String,
+    snapshot_every_entries: u64,
     log_store: LogStore,
     state_machine: StateMachineStore,
 ) -> Result<Raft, ServeError> {
-    let raft = Raft::new(node_id, raft_config()?, Network, log_store, state_machine)
+    let config = raft_config(snapshot_every_entries)?;
+    let raft = Raft::new(node_id, config, Network, log_store, state_machine)
         .await
         .map_err(|error| ServeError::Raft(error.to_string()))?;
     let initialized = raft

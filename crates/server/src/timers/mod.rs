@@ -62,6 +62,15 @@ impl Timers {
             .remaining(lease, now)
     }
 
+    /// Time left in a lock delay (display only).
+    pub fn delay_remaining(&self, name: &LockName, token: Token) -> Option<Duration> {
+        let now = self.clock.now();
+        self.table
+            .lock()
+            .expect("timer table poisoned")
+            .delay_remaining(name, token, now)
+    }
+
     /// Marks a lock timer's command as applied.
     pub fn lock_timer_done(&self, due: &Due) {
         self.table

@@ -119,6 +119,15 @@ impl TimerTable {
             .map(|t| t.deadline.saturating_duration_since(now))
     }
 
+    /// Time left in the lock delay of `name` begun by `token` (display only).
+    pub fn delay_remaining(&self, name: &LockName, token: Token, now: Instant) -> Option<Duration> {
+        let key = LockTimer::Delay(name.clone(), token);
+        self.lock_timers
+            .iter()
+            .find(|(_, timer)| timer == &key)
+            .map(|(deadline, _)| deadline.saturating_duration_since(now))
+    }
+
     /// The earliest instant at which something may become due.
     pub fn next_deadline(&self) -> Option<Instant> {
         let lease = self

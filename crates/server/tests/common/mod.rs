@@ -22,12 +22,20 @@ pub struct TestServer {
 impl TestServer {
     /// Starts a node and waits (bounded) until it answers as leader.
     pub async fn start() -> TestServer {
-        let dir = tempfile::tempdir().expect("tempdir");
+        Self::start_with(tempfile::tempdir().expect("tempdir"), |_| {}).await
+    }
+
+    /// Starts a node on `dir`, with `tune` applied to the default config.
+    pub async fn start_with(
+        dir: tempfile::TempDir,
+        tune: impl FnOnce(&mut ServeConfig),
+    ) -> TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let config = ServeConfig::single_node(dir.path().to_path_buf(), addr);
+        let mut config = ServeConfig::single_node(dir.path().to_path_buf(), addr);
+        tune(&mut config);
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             serve_on(config, listener, async move {
@@ -85,10 +93,22 @@ impl TestServer {
 
     /// Stops the server and waits for it to finish.
     pub async fn stop(mut self) {
+        self.halt().await;
+    }
+
+    async fn halt(&mut self) {
         let _ = self.stop.take().map(|stop| stop.send(()));
         if let Some(task) = self.task.take() {
             task.await.expect("server task");
         }
+    }
+
+    /// Stops the server and starts a new one on the same data dir.
+    pub async fn restart(mut self, tune: impl FnOnce(&mut ServeConfig)) -> TestServer {
+        self.halt().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = std::mem::replace(&mut self.dir, dir);
+        TestServer::start_with(dir, tune).await
     }
 }
 

@@ -1,0 +1,103 @@
+//! The `leasehold bench` command line: [`BenchArgs`] (the flags, as clap
+//! parses them) and [`Workload`] (what the clients do). Kept apart from the
+//! checks in `plan` so that the flags, their help and their defaults can be
+//! read in one place; nothing here judges whether values make sense.
+
+use super::Transport;
+
+/// What the clients do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Workload {
+    /// Each client acquires (no wait) and releases its own lock; a cycle is
+    /// one acquire + release.
+    Uncontended,
+    /// Clients queue on `--keys` shared locks (acquire with wait, then release
+    /// at once); latency is the wait, plus the release → next-grant hand-off.
+    Contended,
+    /// Each client renews its lease over one KeepAliveStream with
+    /// `--inflight` renewals in flight; a cycle is one acknowledged renewal.
+    Keepalive,
+}
+
+impl Workload {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Workload::Uncontended => "uncontended",
+            Workload::Contended => "contended",
+            Workload::Keepalive => "keepalive",
+        }
+    }
+}
+
+/// Benchmark a running server.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Server gRPC URL(s), comma-separated; with several, the current leader
+    /// is benchmarked.
+    #[arg(
+        long,
+        env = "LEASEHOLD_ENDPOINTS",
+        default_value = "http://127.0.0.1:7420"
+    )]
+    pub endpoints: String,
+    /// What to measure.
+    #[arg(long, value_enum)]
+    pub workload: Workload,
+    /// Concurrent clients (one lease each).
+    #[arg(long, value_name = "C")]
+    pub clients: u32,
+    /// Locks the contended clients spread over [default: 1]; ignored by the
+    /// other workloads (uncontended: one lock per client).
+    #[arg(long, value_name = "K")]
+    pub keys: Option<u32>,
+    /// Length of the measured window, after a 1 s warm-up.
+    #[arg(long, value_name = "S", default_value_t = 10)]
+    pub seconds: u64,
+    /// gRPC connections, shared round-robin by the clients [default: min(C, 4)].
+    #[arg(long, value_name = "N")]
+    pub connections: Option<u32>,
+    /// Keep-alive renewals in flight per stream (keepalive workload).
+    #[arg(long, value_name = "M", default_value_t = 4)]
+    pub inflight: u32,
+    /// How acquires and releases travel: one unary RPC each, or one
+    /// `Lock.Session` stream per client (the client library's hot path).
+    #[arg(long, value_enum, default_value_t = Transport::Session)]
+    pub transport: Transport,
+    /// Print one JSON object instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Parses `bench` flags as the `leasehold` command would (for tests here and
+/// in `plan`).
+#[cfg(test)]
+pub(super) fn parse(args: &[&str]) -> Result<BenchArgs, clap::Error> {
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        bench: BenchArgs,
+    }
+
+    Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied())).map(|c| c.bench)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clap_rejects_missing_and_malformed_flags() {
+        assert!(
+            parse(&["--clients", "1"]).is_err(),
+            "--workload is required"
+        );
+        assert!(
+            parse(&["--workload", "uncontended"]).is_err(),
+            "--clients is required"
+        );
+        assert!(parse(&["--workload", "nope", "--clients", "1"]).is_err());
+        assert!(parse(&["--workload", "uncontended", "--clients", "-1"]).is_err());
+    }
+}

@@ -1,0 +1,260 @@
+//! [`Plan`]: the validated parameters of a run, built from [`BenchArgs`].
+//! Every check of the flags (and every default that depends on other flags)
+//! lives here, before any connection is opened, so that a bad command line
+//! fails at once with a message naming the flag.
+
+use anyhow::bail;
+
+use super::args::{BenchArgs, Workload};
+use super::Transport;
+
+/// Default cap on gRPC connections (clients share them round-robin).
+const DEFAULT_CONNECTIONS_MAX: u32 = 4;
+
+/// Validated parameters of a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Plan {
+    pub(super) endpoints: Vec<String>,
+    pub(super) workload: Workload,
+    pub(super) clients: u32,
+    pub(super) keys: u32,
+    pub(super) seconds: u64,
+    pub(super) connections: u32,
+    pub(super) inflight: u32,
+    pub(super) transport: Transport,
+}
+
+impl Plan {
+    pub(super) fn new(args: &BenchArgs) -> anyhow::Result<Plan> {
+        let endpoints: Vec<String> = args
+            .endpoints
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .map(|e| {
+                if e.contains("://") {
+                    e.to_owned()
+                } else {
+                    format!("http://{e}")
+                }
+            })
+            .collect();
+        if endpoints.is_empty() {
+            bail!("--endpoints is empty: pass the server's gRPC URL, e.g. --endpoints http://127.0.0.1:7420");
+        }
+        if args.clients == 0 {
+            bail!("--clients must be at least 1 (got 0)");
+        }
+        if args.seconds == 0 {
+            bail!("--seconds must be at least 1 (got 0)");
+        }
+        if args.keys == Some(0) {
+            bail!("--keys must be at least 1 (got 0)");
+        }
+        let keys = match args.workload {
+            Workload::Uncontended => args.clients,
+            Workload::Keepalive => 0,
+            Workload::Contended => {
+                let keys = args.keys.unwrap_or(1);
+                if keys > args.clients {
+                    bail!(
+                        "--keys ({keys}) exceeds --clients ({}): every lock needs a client; \
+                         use at most as many keys as clients",
+                        args.clients
+                    );
+                }
+                let per_key = u64::from(args.clients).div_ceil(u64::from(keys));
+                let max = leasehold_core::limits::WAITERS_PER_LOCK_MAX as u64 + 1;
+                if per_key > max {
+                    bail!(
+                        "{} clients on {keys} key(s) queue {per_key} per lock; the server allows \
+                         {max} (one holder + WAITERS_PER_LOCK_MAX waiters): raise --keys",
+                        args.clients
+                    );
+                }
+                keys
+            }
+        };
+        let connections = match args.connections {
+            None => args.clients.min(DEFAULT_CONNECTIONS_MAX),
+            Some(0) => bail!("--connections must be at least 1 (got 0)"),
+            Some(n) if n > args.clients => bail!(
+                "--connections ({n}) exceeds --clients ({}): the extra connections would be idle",
+                args.clients
+            ),
+            Some(n) => n,
+        };
+        if args.inflight == 0 {
+            bail!("--inflight must be at least 1 (got 0)");
+        }
+        let inflight = match args.workload {
+            Workload::Keepalive => args.inflight,
+            // One call at a time per client.
+            _ => 1,
+        };
+        Ok(Plan {
+            endpoints,
+            workload: args.workload,
+            clients: args.clients,
+            keys,
+            seconds: args.seconds,
+            connections,
+            inflight,
+            transport: args.transport,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::args::parse;
+    use super::*;
+
+    fn plan(args: &[&str]) -> anyhow::Result<Plan> {
+        Plan::new(&parse(args).expect("parses"))
+    }
+    #[test]
+    fn defaults() {
+        let p = plan(&["--workload", "contended", "--clients", "16"]).unwrap();
+        assert_eq!(p.keys, 1);
+        assert_eq!(p.seconds, 10);
+        assert_eq!(p.connections, 4);
+        assert_eq!(p.inflight, 1);
+        let p = plan(&["--workload", "keepalive", "--clients", "2"]).unwrap();
+        assert_eq!(p.connections, 2);
+        assert_eq!(p.inflight, 4);
+        let p = plan(&["--workload", "uncontended", "--clients", "8", "--keys", "3"]).unwrap();
+        assert_eq!(p.keys, 8, "uncontended: one key per client");
+    }
+
+    #[test]
+    fn endpoints_are_normalized() {
+        let p = plan(&[
+            "--workload",
+            "uncontended",
+            "--clients",
+            "1",
+            "--endpoints",
+            "127.0.0.1:1, http://h:2,",
+        ])
+        .unwrap();
+        assert_eq!(p.endpoints, vec!["http://127.0.0.1:1", "http://h:2"]);
+    }
+
+    #[test]
+    fn all_flags() {
+        let a = parse(&[
+            "--endpoints",
+            "http://x:1",
+            "--workload",
+            "keepalive",
+            "--clients",
+            "64",
+            "--keys",
+            "2",
+            "--seconds",
+            "3",
+            "--connections",
+            "8",
+            "--inflight",
+            "16",
+            "--json",
+        ])
+        .unwrap();
+        assert!(a.json);
+        let p = Plan::new(&a).unwrap();
+        assert_eq!(
+            (p.clients, p.seconds, p.connections, p.inflight),
+            (64, 3, 8, 16)
+        );
+    }
+
+    #[test]
+    fn rejects_zeros_with_clear_errors() {
+        for (args, msg) in [
+            (
+                &["--workload", "uncontended", "--clients", "0"][..],
+                "--clients must be at least 1",
+            ),
+            (
+                &[
+                    "--workload",
+                    "uncontended",
+                    "--clients",
+                    "1",
+                    "--seconds",
+                    "0",
+                ][..],
+                "--seconds must be at least 1",
+            ),
+            (
+                &["--workload", "contended", "--clients", "1", "--keys", "0"][..],
+                "--keys must be at least 1",
+            ),
+            (
+                &["--workload", "uncontended", "--clients", "1", "--keys", "0"][..],
+                "--keys must be at least 1",
+            ),
+            (
+                &[
+                    "--workload",
+                    "keepalive",
+                    "--clients",
+                    "1",
+                    "--inflight",
+                    "0",
+                ][..],
+                "--inflight must be at least 1",
+            ),
+            (
+                &[
+                    "--workload",
+                    "keepalive",
+                    "--clients",
+                    "1",
+                    "--connections",
+                    "0",
+                ][..],
+                "--connections must be at least 1",
+            ),
+        ] {
+            let err = plan(args).unwrap_err().to_string();
+            assert!(err.contains(msg), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn rejects_inconsistent_counts() {
+        let err = plan(&["--workload", "contended", "--clients", "2", "--keys", "3"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--keys (3) exceeds --clients (2)"), "{err}");
+        let err = plan(&[
+            "--workload",
+            "uncontended",
+            "--clients",
+            "2",
+            "--connections",
+            "3",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("--connections (3) exceeds --clients (2)"),
+            "{err}"
+        );
+        let err = plan(&["--workload", "contended", "--clients", "5000"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("raise --keys"), "{err}");
+        assert!(plan(&[
+            "--workload",
+            "contended",
+            "--clients",
+            "5000",
+            "--keys",
+            "5"
+        ])
+        .is_ok());
+    }
+}

@@ -1,0 +1,103 @@
+//! The leader's timers end what the holder did not: a max-hold ends a hold,
+//! a lock delay keeps an expired holder's lock unavailable for its delay,
+//! and both are measured against their bounds.
+
+mod common;
+
+use common::{acquire, grant, reason, TestServer};
+use leasehold_proto::v1::{AcquireRequest, GetLockRequest};
+use std::time::Duration;
+use tokio::time::Instant;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_hold_releases_the_lock_and_grants_the_next_waiter() {
+    let server = TestServer::start().await;
+    let mut leases = server.leases().await;
+    let mut locks = server.locks().await;
+    let holder = grant(&mut leases, 30_000).await;
+    let waiter = grant(&mut leases, 30_000).await;
+    let started = Instant::now();
+    let held = locks
+        .acquire(AcquireRequest {
+            max_hold_ms: 1_000,
+            ..acquire(holder, "mh", 0)
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let granted = locks
+        .acquire(acquire(waiter, "mh", 10_000))
+        .await
+        .unwrap()
+        .into_inner();
+    let elapsed = started.elapsed();
+    eprintln!("max-hold 1000 ms ended the hold after {elapsed:?}");
+    assert!(granted.token > held.token);
+    assert!(
+        elapsed >= Duration::from_millis(1_000),
+        "ended early: {elapsed:?}"
+    );
+    assert!(
+        elapsed <= Duration::from_millis(1_800),
+        "ended late: {elapsed:?}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_delay_holds_an_expired_holders_lock_for_its_delay() {
+    let server = TestServer::start().await;
+    let mut leases = server.leases().await;
+    let mut locks = server.locks().await;
+    let holder = grant(&mut leases, 1_000).await;
+    let waiter = grant(&mut leases, 30_000).await;
+    let started = Instant::now();
+    locks
+        .acquire(AcquireRequest {
+            lock_delay_ms: 1_000,
+            ..acquire(holder, "ld", 0)
+        })
+        .await
+        .unwrap();
+    let mut waiting = server.locks().await;
+    let wait = tokio::spawn(async move { waiting.acquire(acquire(waiter, "ld", 10_000)).await });
+
+    // Once the holder has expired, the lock reports its delay and stays busy.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let lock = locks
+            .get(GetLockRequest { name: "ld".into() })
+            .await
+            .unwrap()
+            .into_inner()
+            .lock
+            .unwrap();
+        if lock.holder.is_none() {
+            assert!(lock.lock_delay_remaining_ms > 0 && lock.lock_delay_remaining_ms <= 1_000);
+            break;
+        }
+        assert!(Instant::now() < deadline, "the holder never expired");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let third = grant(&mut leases, 30_000).await;
+    let busy = locks
+        .acquire(acquire(third, "ld", 0))
+        .await
+        .expect_err("busy during the delay");
+    assert_eq!(reason(&busy), "Busy");
+
+    wait.await
+        .unwrap()
+        .expect("the waiter is granted after the delay");
+    let elapsed = started.elapsed();
+    eprintln!("ttl 1000 ms + lock delay 1000 ms: waiter granted after {elapsed:?}");
+    assert!(
+        elapsed >= Duration::from_millis(2_000),
+        "granted early: {elapsed:?}"
+    );
+    assert!(
+        elapsed <= Duration::from_millis(3_000),
+        "granted late: {elapsed:?}"
+    );
+    server.stop().await;
+}
