@@ -130,6 +130,7 @@ async fn serve_port(
     let graceful = stopped(stop.clone());
     let server = tonic::transport::Server::builder()
         .accept_http1(true)
+        .max_concurrent_streams(Some(limits::STREAMS_PER_CONNECTION_MAX))
         .add_routes(Routes::from(router))
         .serve_with_incoming_shutdown(incoming, graceful);
     // Graceful shutdown waits for open streams (keep-alive streams stay open
