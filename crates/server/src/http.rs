@@ -17,6 +17,29 @@ pub fn router(node: Arc<Node>) -> Router {
         .with_state(node)
 }
 
+/// Anything else: gRPC clients hear `Unimplemented` (as from tonic's own
+/// fallback), everyone else a plain 404 that lists the pages.
+pub async fn not_found(request: axum::extract::Request) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let grpc = request
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|kind| kind.as_bytes().starts_with(b"application/grpc"));
+    if grpc {
+        let status =
+            tonic::Status::unimplemented(format!("no such method: {}", request.uri().path()));
+        return status.into_http::<axum::body::Body>().into_response();
+    }
+    (
+        StatusCode::NOT_FOUND,
+        format!(
+            "no page {}: try /healthz, /readyz or /metrics\n",
+            request.uri().path()
+        ),
+    )
+        .into_response()
+}
+
 async fn ready(State(node): State<Arc<Node>>) -> (StatusCode, String) {
     let leader = node.raft.metrics().borrow().current_leader;
     match leader {

@@ -114,7 +114,10 @@ async fn serve_port(
         LockServer::new(LockApi::new(node.clone())).max_decoding_message_size(DECODE_BYTES_MAX),
     )
     .add_service(ClusterServer::new(ClusterApi::new(node.clone())));
-    let router = grpc.into_axum_router().merge(http::router(node));
+    let router = grpc
+        .into_axum_router()
+        .merge(http::router(node))
+        .fallback(http::not_found);
     // tonic sets TCP_NODELAY only on sockets it accepts itself; without it a
     // small reply can sit ~40 ms behind Nagle's algorithm and a delayed ACK.
     let incoming = TcpListenerStream::new(listener).map(|stream| {

@@ -4,15 +4,12 @@
 
 mod common;
 
-use common::{acquire, grant, reason, TestServer};
-use leasehold_proto::v1::ReleaseRequest;
+use common::{acquire, acquire_now, grant, reason, release, TestServer};
 use std::collections::BTreeSet;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_acquires_each_get_their_own_outcome() {
-    let server = TestServer::start().await;
-    let mut leases = server.leases().await;
-    let locks = server.locks().await;
+    let (server, mut leases, locks) = TestServer::start_with_clients().await;
     const CALLERS: usize = 200;
     const NAMES: usize = 20;
     let mut lease_ids = Vec::new();
@@ -46,29 +43,14 @@ async fn concurrent_acquires_each_get_their_own_outcome() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_released_lock_goes_to_the_next_acquire_with_a_higher_token() {
-    let server = TestServer::start().await;
-    let mut leases = server.leases().await;
-    let mut locks = server.locks().await;
+    let (server, mut leases, mut locks) = TestServer::start_with_clients().await;
     let lease = grant(&mut leases, 30_000).await;
     let mut last = 0;
     for _ in 0..20 {
-        let token = locks
-            .acquire(acquire(lease, "cycle", 0))
-            .await
-            .unwrap()
-            .into_inner()
-            .token;
+        let token = acquire_now(&mut locks, lease, "cycle").await;
         assert!(token > last, "token {token} after {last}");
         last = token;
-        locks
-            .release(ReleaseRequest {
-                lease,
-                name: "cycle".into(),
-                token,
-                request_id: String::new(),
-            })
-            .await
-            .unwrap();
+        locks.release(release(lease, "cycle", token)).await.unwrap();
     }
     server.stop().await;
 }

@@ -67,9 +67,7 @@ async fn the_stream_answers_each_renewal_and_reports_a_gone_lease_in_band() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_renewed_lease_outlives_its_ttl_and_an_abandoned_one_expires() {
-    let server = TestServer::start().await;
-    let mut leases = server.leases().await;
-    let mut locks = server.locks().await;
+    let (server, mut leases, mut locks) = TestServer::start_with_clients().await;
     let kept = grant(&mut leases, 1_000).await;
     let abandoned = grant(&mut leases, 1_000).await;
     locks

@@ -4,42 +4,22 @@
 
 mod common;
 
-use common::{acquire, grant, reason, TestServer};
-use leasehold_proto::v1::{GetLockRequest, ReleaseRequest};
+use common::{acquire, acquire_now, eventually, grant, lock_info, reason, release, TestServer};
 use std::time::Duration;
 
-async fn waiters_of(server: &TestServer, name: &str) -> Vec<u64> {
-    let mut locks = server.locks().await;
-    let lock = locks
-        .get(GetLockRequest { name: name.into() })
-        .await
-        .unwrap()
-        .into_inner()
-        .lock
-        .unwrap();
-    lock.waiters.iter().map(|w| w.lease).collect()
-}
-
+/// Waits (bounded) until the queue of `name` holds exactly `expected`.
 async fn await_waiters(server: &TestServer, name: &str, expected: &[u64]) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let waiters = waiters_of(server, name).await;
-        if waiters == expected {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "waiters {waiters:?}, want {expected:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let what = format!("the waiters of {name} are {expected:?}");
+    eventually(&what, Duration::from_secs(5), || async {
+        let waiters = lock_info(server, name).await.waiters;
+        waiters.iter().map(|w| w.lease).collect::<Vec<_>>() == expected
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wait_that_times_out_leaves_the_queue() {
-    let server = TestServer::start().await;
-    let mut leases = server.leases().await;
-    let mut locks = server.locks().await;
+    let (server, mut leases, mut locks) = TestServer::start_with_clients().await;
     let holder = grant(&mut leases, 30_000).await;
     let waiter = grant(&mut leases, 30_000).await;
     locks.acquire(acquire(holder, "w", 0)).await.unwrap();
@@ -54,18 +34,11 @@ async fn a_wait_that_times_out_leaves_the_queue() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_that_disconnects_leaves_the_queue() {
-    let server = TestServer::start().await;
-    let mut leases = server.leases().await;
-    let mut locks = server.locks().await;
+    let (server, mut leases, mut locks) = TestServer::start_with_clients().await;
     let holder = grant(&mut leases, 30_000).await;
     let ghost = grant(&mut leases, 30_000).await;
     let next = grant(&mut leases, 30_000).await;
-    let token = locks
-        .acquire(acquire(holder, "d", 0))
-        .await
-        .unwrap()
-        .into_inner()
-        .token;
+    let token = acquire_now(&mut locks, holder, "d").await;
 
     // The ghost waits on its own connection, which is then dropped.
     let mut ghost_locks = server.locks().await;
@@ -79,15 +52,7 @@ async fn a_waiter_that_disconnects_leaves_the_queue() {
     let next_call =
         tokio::spawn(async move { next_locks.acquire(acquire(next, "d", 20_000)).await });
     await_waiters(&server, "d", &[next]).await;
-    locks
-        .release(ReleaseRequest {
-            lease: holder,
-            name: "d".into(),
-            token,
-            request_id: String::new(),
-        })
-        .await
-        .unwrap();
+    locks.release(release(holder, "d", token)).await.unwrap();
     let granted = next_call
         .await
         .unwrap()

@@ -5,14 +5,13 @@
 
 mod common;
 
-use common::{acquire, grant, TestServer};
+use common::{acquire, eventually_by, grant, lock_info, release, TestServer};
 use leasehold_proto::v1::session_request::Op;
 use leasehold_proto::v1::session_response::Result as Answer;
-use leasehold_proto::v1::{
-    GetLockRequest, KeepAliveRequest, ReleaseRequest, SessionRequest, SessionResponse,
-};
+use leasehold_proto::v1::{KeepAliveRequest, SessionRequest, SessionResponse};
 use std::time::Duration;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
 use tonic::Streaming;
@@ -66,15 +65,7 @@ async fn acquire_release_and_keepalive_over_one_stream() {
     assert_eq!(busy.reason, "Busy");
     assert_eq!(busy.holder_token, first.token);
     let Answer::Error(wrong) = session
-        .call(
-            3,
-            Op::Release(ReleaseRequest {
-                lease,
-                name: "s".into(),
-                token: first.token - 1,
-                request_id: String::new(),
-            }),
-        )
+        .call(3, Op::Release(release(lease, "s", first.token - 1)))
         .await
     else {
         panic!("a release with a wrong token succeeded")
@@ -88,15 +79,7 @@ async fn acquire_release_and_keepalive_over_one_stream() {
     };
     assert_eq!(renewed.ttl_ms, 10_000);
     let Answer::Release(_) = session
-        .call(
-            5,
-            Op::Release(ReleaseRequest {
-                lease,
-                name: "s".into(),
-                token: first.token,
-                request_id: String::new(),
-            }),
-        )
+        .call(5, Op::Release(release(lease, "s", first.token)))
         .await
     else {
         panic!("release failed")
@@ -110,9 +93,7 @@ async fn acquire_release_and_keepalive_over_one_stream() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queued_acquire_leaves_the_queue_when_its_session_closes() {
-    let server = TestServer::start().await;
-    let mut leases = server.leases().await;
-    let mut locks = server.locks().await;
+    let (server, mut leases, mut locks) = TestServer::start_with_clients().await;
     let holder = grant(&mut leases, 30_000).await;
     let waiter = grant(&mut leases, 30_000).await;
     locks.acquire(acquire(holder, "q", 0)).await.unwrap();
@@ -126,29 +107,18 @@ async fn a_queued_acquire_leaves_the_queue_when_its_session_closes() {
         })
         .await
         .unwrap();
-    let queue = |locks: &mut leasehold_proto::v1::lock_client::LockClient<_>| {
-        let mut locks = locks.clone();
-        async move {
-            let lock = locks
-                .get(GetLockRequest { name: "q".into() })
-                .await
-                .unwrap()
-                .into_inner();
-            lock.lock.unwrap().waiters.len()
-        }
+    let queued = |n: usize| {
+        let server = &server;
+        move || async move { lock_info(server, "q").await.waiters.len() == n }
     };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while queue(&mut locks).await != 1 {
-        assert!(tokio::time::Instant::now() < deadline, "never queued");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    eventually_by("the waiter is queued", deadline, queued(1)).await;
     drop(session);
-    while queue(&mut locks).await != 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the closed session's waiter stayed queued"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually_by(
+        "the closed session's waiter leaves the queue",
+        deadline,
+        queued(0),
+    )
+    .await;
     server.stop().await;
 }

@@ -4,16 +4,28 @@
 
 mod common;
 
-use common::{acquire, grant, reason, TestServer};
-use leasehold_proto::v1::{AcquireRequest, GetLockRequest};
+use common::{acquire, eventually, grant, lock_info, reason, TestServer};
+use leasehold_proto::v1::AcquireRequest;
+use std::ops::RangeInclusive;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// Asserts `elapsed` lies within `bounds_ms`: the event `what` came
+/// neither early nor late.
+fn assert_within(elapsed: Duration, bounds_ms: RangeInclusive<u64>, what: &str) {
+    assert!(
+        elapsed >= Duration::from_millis(*bounds_ms.start()),
+        "{what} early: {elapsed:?}"
+    );
+    assert!(
+        elapsed <= Duration::from_millis(*bounds_ms.end()),
+        "{what} late: {elapsed:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_hold_releases_the_lock_and_grants_the_next_waiter() {
-    let server = TestServer::start().await;
-    let mut leases = server.leases().await;
-    let mut locks = server.locks().await;
+    let (server, mut leases, mut locks) = TestServer::start_with_clients().await;
     let holder = grant(&mut leases, 30_000).await;
     let waiter = grant(&mut leases, 30_000).await;
     let started = Instant::now();
@@ -33,22 +45,13 @@ async fn max_hold_releases_the_lock_and_grants_the_next_waiter() {
     let elapsed = started.elapsed();
     eprintln!("max-hold 1000 ms ended the hold after {elapsed:?}");
     assert!(granted.token > held.token);
-    assert!(
-        elapsed >= Duration::from_millis(1_000),
-        "ended early: {elapsed:?}"
-    );
-    assert!(
-        elapsed <= Duration::from_millis(1_800),
-        "ended late: {elapsed:?}"
-    );
+    assert_within(elapsed, 1_000..=1_800, "ended");
     server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lock_delay_holds_an_expired_holders_lock_for_its_delay() {
-    let server = TestServer::start().await;
-    let mut leases = server.leases().await;
-    let mut locks = server.locks().await;
+    let (server, mut leases, mut locks) = TestServer::start_with_clients().await;
     let holder = grant(&mut leases, 1_000).await;
     let waiter = grant(&mut leases, 30_000).await;
     let started = Instant::now();
@@ -63,22 +66,15 @@ async fn a_lock_delay_holds_an_expired_holders_lock_for_its_delay() {
     let wait = tokio::spawn(async move { waiting.acquire(acquire(waiter, "ld", 10_000)).await });
 
     // Once the holder has expired, the lock reports its delay and stays busy.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let lock = locks
-            .get(GetLockRequest { name: "ld".into() })
-            .await
-            .unwrap()
-            .into_inner()
-            .lock
-            .unwrap();
-        if lock.holder.is_none() {
+    eventually("the holder has expired", Duration::from_secs(5), || async {
+        let lock = lock_info(&server, "ld").await;
+        let expired = lock.holder.is_none();
+        if expired {
             assert!(lock.lock_delay_remaining_ms > 0 && lock.lock_delay_remaining_ms <= 1_000);
-            break;
         }
-        assert!(Instant::now() < deadline, "the holder never expired");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        expired
+    })
+    .await;
     let third = grant(&mut leases, 30_000).await;
     let busy = locks
         .acquire(acquire(third, "ld", 0))
@@ -91,13 +87,6 @@ async fn a_lock_delay_holds_an_expired_holders_lock_for_its_delay() {
         .expect("the waiter is granted after the delay");
     let elapsed = started.elapsed();
     eprintln!("ttl 1000 ms + lock delay 1000 ms: waiter granted after {elapsed:?}");
-    assert!(
-        elapsed >= Duration::from_millis(2_000),
-        "granted early: {elapsed:?}"
-    );
-    assert!(
-        elapsed <= Duration::from_millis(3_000),
-        "granted late: {elapsed:?}"
-    );
+    assert_within(elapsed, 2_000..=3_000, "granted");
     server.stop().await;
 }

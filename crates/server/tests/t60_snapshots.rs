@@ -4,9 +4,9 @@
 
 mod common;
 
-use common::{acquire, grant, TestServer};
+use common::{acquire_now, eventually, grant, lock_info, release, TestServer};
 use leasehold_proto::v1::cluster_client::ClusterClient;
-use leasehold_proto::v1::{GetLockRequest, ReleaseRequest, StatusRequest, StatusResponse};
+use leasehold_proto::v1::{StatusRequest, StatusResponse};
 use std::time::Duration;
 
 const SNAPSHOT_EVERY: u64 = 50;
@@ -29,40 +29,20 @@ async fn restart_recovers_from_snapshot_and_log() {
     let lease = grant(&mut leases, 60_000).await;
     let mut last = 0;
     for _ in 0..(4 * SNAPSHOT_EVERY) {
-        let token = locks
-            .acquire(acquire(lease, "snap/cycle", 0))
-            .await
-            .unwrap()
-            .into_inner()
-            .token;
+        let token = acquire_now(&mut locks, lease, "snap/cycle").await;
         locks
-            .release(ReleaseRequest {
-                lease,
-                name: "snap/cycle".into(),
-                token,
-                request_id: String::new(),
-            })
+            .release(release(lease, "snap/cycle", token))
             .await
             .unwrap();
         last = token;
     }
-    let held = locks
-        .acquire(acquire(lease, "snap/held", 0))
-        .await
-        .unwrap()
-        .into_inner()
-        .token;
+    let held = acquire_now(&mut locks, lease, "snap/held").await;
 
     // Snapshots are built in the background: await one, bounded.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while status(&server).await.purged_index == 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never purged: {:?}",
-            status(&server).await
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("the log is purged", Duration::from_secs(10), || async {
+        status(&server).await.purged_index != 0
+    })
+    .await;
     let before = status(&server).await;
     assert!(before.snapshot_index >= SNAPSHOT_EVERY, "{before:?}");
 
@@ -72,27 +52,14 @@ async fn restart_recovers_from_snapshot_and_log() {
         after.revision >= before.revision,
         "revision went back: {after:?} after {before:?}"
     );
-    let mut locks = server.locks().await;
-    let lock = locks
-        .get(GetLockRequest {
-            name: "snap/held".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .lock
-        .unwrap();
+    let lock = lock_info(&server, "snap/held").await;
     assert_eq!(
         lock.holder.unwrap().token,
         held,
         "the holder kept its token across the restart"
     );
-    let next = locks
-        .acquire(acquire(lease, "snap/cycle", 0))
-        .await
-        .unwrap()
-        .into_inner()
-        .token;
+    let mut locks = server.locks().await;
+    let next = acquire_now(&mut locks, lease, "snap/cycle").await;
     assert!(
         next > held && next > last,
         "token {next} not above {held} and {last}"

@@ -17,16 +17,12 @@ const POLL_MAX: Duration = Duration::from_millis(100);
 /// Starts the timer task; it ends when `raft` shuts down.
 pub fn spawn(timers: Arc<Timers>, proposer: Proposer, raft: Raft, node_id: u64) {
     tokio::spawn(async move {
-        let mut metrics = raft.metrics();
+        // Server metrics change only with votes, roles and membership, not
+        // with every applied entry: waking on them costs nothing per write.
+        let mut metrics = raft.server_metrics();
         let mut leading = false;
         loop {
-            let (leader, stopped) = {
-                let m = metrics.borrow();
-                (m.current_leader, m.running_state.is_err())
-            };
-            if stopped {
-                return;
-            }
+            let leader = metrics.borrow_and_update().current_leader;
             let now = timers.now();
             let is_leader = leader == Some(node_id);
             if is_leader != leading {

@@ -5,10 +5,12 @@
 
 use leasehold_proto::v1::lease_client::LeaseClient;
 use leasehold_proto::v1::lock_client::LockClient;
-use leasehold_proto::v1::{AcquireRequest, GrantRequest};
+use leasehold_proto::v1::{AcquireRequest, GetLockRequest, GrantRequest, LockInfo, ReleaseRequest};
 use leasehold_server::{serve_on, ServeConfig};
+use std::future::Future;
 use std::time::Duration;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 use tonic::transport::Channel;
 
 /// A running server; stops when dropped.
@@ -23,6 +25,14 @@ impl TestServer {
     /// Starts a node and waits (bounded) until it answers as leader.
     pub async fn start() -> TestServer {
         Self::start_with(tempfile::tempdir().expect("tempdir"), |_| {}).await
+    }
+
+    /// Starts a node and opens a lease client and a lock client to it.
+    pub async fn start_with_clients() -> (TestServer, LeaseClient<Channel>, LockClient<Channel>) {
+        let server = Self::start().await;
+        let leases = server.leases().await;
+        let locks = server.locks().await;
+        (server, leases, locks)
     }
 
     /// Starts a node on `dir`, with `tune` applied to the default config.
@@ -138,6 +148,62 @@ pub fn acquire(lease: u64, name: &str, wait_ms: u64) -> AcquireRequest {
         name: name.into(),
         wait_ms,
         ..Default::default()
+    }
+}
+
+/// A release request.
+pub fn release(lease: u64, name: &str, token: u64) -> ReleaseRequest {
+    ReleaseRequest {
+        lease,
+        name: name.into(),
+        token,
+        request_id: String::new(),
+    }
+}
+
+/// Acquires `name` for `lease` without waiting; returns its token.
+pub async fn acquire_now(locks: &mut LockClient<Channel>, lease: u64, name: &str) -> u64 {
+    locks
+        .acquire(acquire(lease, name, 0))
+        .await
+        .expect("acquire")
+        .into_inner()
+        .token
+}
+
+/// The state of lock `name`, read on a fresh connection.
+pub async fn lock_info(server: &TestServer, name: &str) -> LockInfo {
+    server
+        .locks()
+        .await
+        .get(GetLockRequest { name: name.into() })
+        .await
+        .expect("get lock")
+        .into_inner()
+        .lock
+        .expect("lock info")
+}
+
+/// Polls `check` every 10 ms until it holds; panics naming `what` if it
+/// does not within `timeout`.
+pub async fn eventually<Fut>(what: &str, timeout: Duration, check: impl FnMut() -> Fut)
+where
+    Fut: Future<Output = bool>,
+{
+    eventually_by(what, Instant::now() + timeout, check).await
+}
+
+/// As [`eventually`], against a `deadline` that several waits can share.
+pub async fn eventually_by<Fut>(what: &str, deadline: Instant, mut check: impl FnMut() -> Fut)
+where
+    Fut: Future<Output = bool>,
+{
+    loop {
+        if check().await {
+            return;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
