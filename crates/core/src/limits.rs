@@ -42,6 +42,8 @@ pub const FAILED_RELEASES_REMEMBERED: usize = 256;
 pub const NEARBY_NAMES_MAX: usize = 3;
 /// Largest gRPC request message, in bytes.
 pub const REQUEST_BYTES_MAX: usize = 64 * 1024;
+/// Open client connections to one server.
+pub const CONNECTIONS_MAX: usize = 4_096;
 /// Concurrent gRPC calls and streams on one connection (HTTP/2
 /// SETTINGS_MAX_CONCURRENT_STREAMS); a client past it waits for a slot.
 pub const STREAMS_PER_CONNECTION_MAX: u32 = 1_024;

@@ -6,6 +6,7 @@
 pub mod api;
 pub mod clock;
 mod config;
+mod connections;
 mod http;
 mod hub;
 mod metrics;

@@ -4,6 +4,7 @@
 
 use crate::api::{ClusterApi, LeaseApi, LockApi, Node};
 use crate::clock::{Clock, TokioClock};
+use crate::connections::ConnectionLimit;
 use crate::hub::ApplyHub;
 use crate::proposer::Proposer;
 use crate::timers::{self, Timers};
@@ -118,12 +119,13 @@ async fn serve_port(
         .into_axum_router()
         .merge(http::router(node))
         .fallback(http::not_found);
-    // tonic sets TCP_NODELAY only on sockets it accepts itself; without it a
-    // small reply can sit ~40 ms behind Nagle's algorithm and a delayed ACK.
-    let incoming = TcpListenerStream::new(listener).map(|stream| {
-        let stream = stream?;
-        stream.set_nodelay(true)?;
-        Ok::<_, std::io::Error>(stream)
+    let limit = ConnectionLimit::server_default();
+    let incoming = TcpListenerStream::new(listener).filter_map(move |accepted| {
+        match accepted.and_then(|stream| limit.admit(stream)) {
+            Ok(Some(stream)) => Some(Ok(stream)),
+            Ok(None) => None,
+            Err(error) => Some(Err(error)),
+        }
     });
     let (stopping, stop) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
