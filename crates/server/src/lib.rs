@@ -2,6 +2,30 @@
 //!
 //! The Leasehold server. A single node is a one-member Raft cluster on the
 //! same code path a cluster uses.
+//!
+//! How a write travels: a gRPC handler in [`api`] validates the request and
+//! turns it into a core command; the [`proposer`] batches every command that
+//! arrives while the previous log write is in flight into one entry (group
+//! commit) and hands it to openraft ([`raft`]); [`storage`] appends the entry
+//! to a write-ahead log and fsyncs it, then applies it to the pure state
+//! machine of `leasehold-core`; the apply hub routes each command's effects
+//! to blocked acquires ([`waiters`]) and to the leader's [`timers`] (lease
+//! expiry, lock delay, max-hold), which propose their own commands through
+//! the same log. Only the timers and the waits read a clock ([`clock`]).
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use leasehold_server::{serve_on, ServeConfig};
+//!
+//! let data = tempfile::tempdir()?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let config = ServeConfig::single_node(data.path().to_path_buf(), listener.local_addr()?);
+//! // Serve until the shutdown future resolves (here: at once).
+//! serve_on(config, listener, async {}).await?;
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod api;
 pub mod clock;
