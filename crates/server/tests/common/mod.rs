@@ -173,15 +173,21 @@ pub async fn acquire_now(locks: &mut LockClient<Channel>, lease: u64, name: &str
 
 /// The state of lock `name`, read on a fresh connection.
 pub async fn lock_info(server: &TestServer, name: &str) -> LockInfo {
-    server
+    lock_info_opt(server, name).await.expect("the lock exists")
+}
+
+/// The state of lock `name`, or `None` if nobody holds or waits for it.
+pub async fn lock_info_opt(server: &TestServer, name: &str) -> Option<LockInfo> {
+    let found = server
         .locks()
         .await
         .get(GetLockRequest { name: name.into() })
-        .await
-        .expect("get lock")
-        .into_inner()
-        .lock
-        .expect("lock info")
+        .await;
+    match found {
+        Ok(reply) => Some(reply.into_inner().lock.expect("lock info")),
+        Err(status) if reason(&status) == "NoSuchLock" => None,
+        Err(status) => panic!("get lock {name}: {status:?}"),
+    }
 }
 
 /// Polls `check` every 10 ms until it holds; panics naming `what` if it
