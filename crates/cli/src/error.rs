@@ -69,26 +69,8 @@ impl From<anyhow::Error> for CliError {
     }
 }
 
-/// Decodes the `ErrorDetail` carried in the status details, if any.
-pub fn detail(status: &tonic::Status) -> Option<ErrorDetail> {
-    if status.details().is_empty() {
-        return None;
-    }
-    ErrorDetail::decode(status.details()).ok()
-}
-
-fn reason(status: &tonic::Status, detail: Option<&ErrorDetail>) -> Option<String> {
-    detail
-        .map(|d| d.reason.clone())
-        .filter(|r| !r.is_empty())
-        .or_else(|| {
-            status
-                .metadata()
-                .get("leasehold-reason")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        })
-}
+pub use leasehold_proto::status::error_detail as detail;
+use leasehold_proto::status::reason;
 
 /// Exit code for a status without a Leasehold reason (transport errors,
 /// errors from tonic itself such as an oversize message).

@@ -35,9 +35,78 @@ impl LockName {
         Ok(LockName(raw.to_owned()))
     }
 
+    /// Builds a name from a namespace and parts, joined by `/`
+    /// (`from_parts("billing", ["invoices", "2026-11"])` is
+    /// `billing/invoices/2026-11`). Each segment must be non-empty and free
+    /// of `/`, so a part taken from user data cannot climb the hierarchy or
+    /// collide with another namespace; the joined name is then checked like
+    /// any other.
+    pub fn from_parts<I, S>(namespace: &str, parts: I) -> Result<LockName, LockError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut joined = String::new();
+        check_segment("namespace", namespace)?;
+        joined.push_str(namespace);
+        for part in parts {
+            let part = part.as_ref();
+            check_segment("name part", part)?;
+            joined.push('/');
+            joined.push_str(part);
+        }
+        LockName::parse(&joined)
+    }
+
     /// The name as text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The namespace: the text before the first `/` (the whole name if none).
+    pub fn namespace(&self) -> &str {
+        self.0.split('/').next().unwrap_or(&self.0)
+    }
+}
+
+/// A namespace or part must be a non-empty segment without `/`.
+fn check_segment(what: &str, segment: &str) -> Result<(), LockError> {
+    if segment.is_empty() {
+        return Err(LockError::invalid(
+            "name",
+            format!("a {what} must not be empty"),
+        ));
+    }
+    if segment.contains('/') {
+        return Err(LockError::invalid(
+            "name",
+            format!("the {what} {segment:?} contains '/'; pass each level as its own part"),
+        ));
+    }
+    Ok(())
+}
+
+impl TryFrom<&str> for LockName {
+    type Error = LockError;
+
+    fn try_from(raw: &str) -> Result<LockName, LockError> {
+        LockName::parse(raw)
+    }
+}
+
+impl TryFrom<String> for LockName {
+    type Error = LockError;
+
+    fn try_from(raw: String) -> Result<LockName, LockError> {
+        LockName::parse(&raw)
+    }
+}
+
+impl std::str::FromStr for LockName {
+    type Err = LockError;
+
+    fn from_str(raw: &str) -> Result<LockName, LockError> {
+        LockName::parse(raw)
     }
 }
 
@@ -67,5 +136,22 @@ mod tests {
             LockName::parse("jobs/nightly").unwrap().as_str(),
             "jobs/nightly"
         );
+    }
+
+    #[test]
+    fn parts_join_under_a_namespace_and_cannot_climb() {
+        let name = LockName::from_parts("billing", ["invoices", "2026-11"]).unwrap();
+        assert_eq!(name.as_str(), "billing/invoices/2026-11");
+        assert_eq!(name.namespace(), "billing");
+        assert_eq!(
+            LockName::from_parts("solo", [""; 0]).unwrap().as_str(),
+            "solo"
+        );
+        assert!(LockName::from_parts("billing", ["a/b"]).is_err());
+        assert!(LockName::from_parts("", ["x"]).is_err());
+        assert!(LockName::from_parts("billing", [""]).is_err());
+        assert!(LockName::from_parts("billing", ["a\u{7}"]).is_err());
+        let long = "a".repeat(limits::NAME_BYTES_MAX);
+        assert!(LockName::from_parts("billing", [long.as_str()]).is_err());
     }
 }

@@ -23,7 +23,7 @@ mod tests_locks;
 mod tests_timers;
 
 use crate::{
-    limits, Applied, Command, Lease, LeaseId, Lock, LockError, LockName, Outcome, RequestId,
+    limits, Applied, Command, Lease, LeaseId, Lock, LockError, LockName, Outcome, Reply, RequestId,
     Revision, Token,
 };
 use serde::{Deserialize, Serialize};
@@ -160,8 +160,15 @@ impl State {
     }
 
     /// Records `outcome` under `request_id` in the lease's dedup memory (if
-    /// the lease is still live and the request carried an id).
+    /// the lease is still live and the request carried an id). `Queued` is
+    /// not an outcome but a step: a retried acquire re-reads the state
+    /// (already held, still queued, or queue again), so a retry after the
+    /// first wait was cancelled does not replay a queue position that no
+    /// longer exists.
     fn remember(&mut self, lease: LeaseId, request_id: Option<RequestId>, outcome: &Outcome) {
+        if matches!(outcome, Ok(Reply::Queued { .. })) {
+            return;
+        }
         if let (Some(id), Some(row)) = (request_id, self.leases.get_mut(&lease)) {
             row.dedup.remember(id, outcome.clone());
         }

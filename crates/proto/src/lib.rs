@@ -24,3 +24,35 @@
 pub mod v1 {
     tonic::include_proto!("leasehold.v1");
 }
+
+/// Reading the Leasehold part of a gRPC status: every server error carries
+/// an [`v1::ErrorDetail`] in the status details and its reason in the
+/// `leasehold-reason` metadata. One decoder, shared by every client.
+pub mod status {
+    use super::v1::ErrorDetail;
+    use prost::Message;
+
+    /// Decodes the `ErrorDetail` carried in the status details, if any.
+    pub fn error_detail(status: &tonic::Status) -> Option<ErrorDetail> {
+        if status.details().is_empty() {
+            return None;
+        }
+        ErrorDetail::decode(status.details()).ok()
+    }
+
+    /// The server's machine-readable reason (`Busy`, `NotLeader`, …), from the
+    /// detail or else the `leasehold-reason` metadata; `None` for errors that
+    /// did not come from a Leasehold server (transport failures, tonic's own).
+    pub fn reason(status: &tonic::Status, detail: Option<&ErrorDetail>) -> Option<String> {
+        detail
+            .map(|d| d.reason.clone())
+            .filter(|r| !r.is_empty())
+            .or_else(|| {
+                status
+                    .metadata()
+                    .get("leasehold-reason")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            })
+    }
+}

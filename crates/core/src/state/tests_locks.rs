@@ -196,6 +196,36 @@ fn retried_requests_return_the_first_outcome() {
 }
 
 #[test]
+fn a_retried_queued_acquire_rereads_the_state_instead_of_replaying_its_place() {
+    let mut state = State::default();
+    let (a, b) = (grant(&mut state), grant(&mut state));
+    let token = hold(&mut state, a, "x");
+    let mut queued = args(b, "x", 10_000);
+    queued.request_id = RequestId::parse("acq-q").unwrap();
+    let first = state.apply(Command::Acquire(queued.clone()), 0);
+    assert_eq!(first.outcome, Ok(Reply::Queued { position: 1 }));
+    // The caller went away and its wait was cancelled: a retry with the same
+    // id queues again rather than hearing of a place it no longer has.
+    let cancel = Command::CancelWait {
+        lease: b,
+        name: name("x"),
+    };
+    state.apply(cancel, 0);
+    assert!(state.lock(&name("x")).unwrap().waiters.is_empty());
+    let retried = state.apply(Command::Acquire(queued.clone()), 0);
+    assert_eq!(retried.outcome, Ok(Reply::Queued { position: 1 }));
+    assert_eq!(state.lock(&name("x")).unwrap().waiters.len(), 1);
+    // Once granted, a retry hears the grant with the token it got.
+    release(&mut state, a, "x", token);
+    let after_grant = state.apply(Command::Acquire(queued), 0);
+    assert!(matches!(
+        after_grant.outcome,
+        Ok(Reply::Acquired { already_held: true, token: t }) if t > token
+    ));
+    state.check_invariants().unwrap();
+}
+
+#[test]
 fn acquire_limits_name_the_limit() {
     let mut state = State::default();
     let a = grant(&mut state);

@@ -38,8 +38,15 @@ fn remaining_ms(node: &Node, lease: leasehold_core::LeaseId) -> u64 {
         .map_or(0, |left| left.as_millis() as u64)
 }
 
-/// A lease as the wire shows it.
-pub fn lease_to_wire(node: &Node, lease: &Lease) -> pb::LeaseInfo {
+/// A lease as the wire shows it, with the tokens of the locks it holds.
+pub fn lease_to_wire(node: &Node, state: &State, lease: &Lease) -> pb::LeaseInfo {
+    let token_of = |name: &leasehold_core::LockName| {
+        state
+            .lock(name)
+            .and_then(|l| l.holder.as_ref())
+            .filter(|h| h.lease == lease.id)
+            .map_or(0, |h| h.token.0)
+    };
     pb::LeaseInfo {
         id: lease.id.0,
         ttl_ms: lease.ttl_ms,
@@ -50,6 +57,14 @@ pub fn lease_to_wire(node: &Node, lease: &Lease) -> pb::LeaseInfo {
         granted_revision: lease.granted_revision.0,
         granted_unix_ms: lease.granted_unix_ms as i64,
         renewed_unix_ms: lease.renewed_unix_ms as i64,
+        held: lease
+            .holds
+            .iter()
+            .map(|name| pb::HeldLock {
+                name: name.to_string(),
+                token: token_of(name),
+            })
+            .collect(),
     }
 }
 

@@ -127,7 +127,7 @@ impl Lease for LeaseApi {
         let found = self.node.state.read(|state| {
             state
                 .lease(lease)
-                .map(|l| (lease_to_wire(&self.node, l), state.revision()))
+                .map(|l| (lease_to_wire(&self.node, state, l), state.revision()))
         });
         match found {
             Some((info, revision)) => Ok(Response::new(GetLeaseResponse {

@@ -1,0 +1,190 @@
+//! Which server the client talks to. The user gives several endpoints; the
+//! client uses one at a time and moves on when it fails: to the leader a
+//! follower names, else to the next endpoint in the list (wrapping around).
+//! A generation number makes a failure reported by many calls at once move
+//! the client only once.
+
+use crate::error::Error;
+use std::sync::Mutex;
+use std::time::Duration;
+use tonic::transport::{Channel, Endpoint};
+
+/// The endpoints and the one in use.
+#[derive(Debug)]
+pub(crate) struct Endpoints {
+    /// Every endpoint the user gave, normalized to URLs.
+    urls: Vec<String>,
+    /// Bound on connecting.
+    connect_timeout: Duration,
+    current: Mutex<Current>,
+}
+
+#[derive(Debug)]
+struct Current {
+    /// Index in `urls`; a leader address outside the list keeps the index
+    /// of the endpoint that named it, so the next failover continues there.
+    index: usize,
+    url: String,
+    channel: Channel,
+    /// Bumped at every move.
+    generation: u64,
+}
+
+/// The endpoint a call should use.
+#[derive(Clone, Debug)]
+pub(crate) struct InUse {
+    /// The channel.
+    pub channel: Channel,
+    /// Its URL, for messages.
+    pub url: String,
+    /// Pass back to [`Endpoints::fail_over`].
+    pub generation: u64,
+}
+
+impl Endpoints {
+    /// Validates `raw` and connects to the first reachable endpoint.
+    pub async fn connect<I, S>(raw: I, connect_timeout: Duration) -> Result<Endpoints, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let urls: Vec<String> = raw
+            .into_iter()
+            .map(|u| u.as_ref().trim().to_owned())
+            .filter(|u| !u.is_empty())
+            .map(|u| normalize(&u))
+            .collect();
+        if urls.is_empty() {
+            return Err(Error::InvalidArgument {
+                field: "endpoints".into(),
+                reason: "no endpoint given; pass e.g. http://127.0.0.1:7420".into(),
+            });
+        }
+        for url in &urls {
+            endpoint(url, connect_timeout)?;
+        }
+        let mut failures = Vec::new();
+        for (index, url) in urls.iter().enumerate() {
+            match endpoint(url, connect_timeout)?.connect().await {
+                Ok(channel) => {
+                    let current = Current {
+                        index,
+                        url: url.clone(),
+                        channel,
+                        generation: 0,
+                    };
+                    return Ok(Endpoints {
+                        urls,
+                        connect_timeout,
+                        current: Mutex::new(current),
+                    });
+                }
+                Err(e) => failures.push(format!("{url} ({})", root_cause(&e))),
+            }
+        }
+        Err(Error::Unavailable {
+            message: format!(
+                "cannot reach any endpoint: tried {}; is `leasehold serve` running there?",
+                failures.join(", ")
+            ),
+        })
+    }
+
+    /// The endpoint to use now.
+    pub fn in_use(&self) -> InUse {
+        let current = self.current.lock().expect("endpoints lock");
+        InUse {
+            channel: current.channel.clone(),
+            url: current.url.clone(),
+            generation: current.generation,
+        }
+    }
+
+    /// The endpoint of `generation` failed: move to `leader_addr` if given,
+    /// else to the next endpoint. A no-op if another call already moved.
+    /// The new channel connects lazily, on first use.
+    pub fn fail_over(&self, generation: u64, leader_addr: Option<&str>) {
+        let mut current = self.current.lock().expect("endpoints lock");
+        if current.generation != generation {
+            return;
+        }
+        let (index, url) = match leader_addr {
+            Some(addr) => (current.index, normalize(addr)),
+            None => {
+                let next = (current.index + 1) % self.urls.len();
+                (next, self.urls[next].clone())
+            }
+        };
+        // Every listed URL was validated at connect; a leader address that
+        // does not parse leaves the client where it is.
+        let Ok(endpoint) = endpoint(&url, self.connect_timeout) else {
+            return;
+        };
+        current.index = index;
+        current.url = url;
+        current.channel = endpoint.connect_lazy();
+        current.generation += 1;
+    }
+}
+
+/// Accepts `host:port` as shorthand for `http://host:port`.
+pub(crate) fn normalize(url: &str) -> String {
+    if url.contains("://") {
+        url.to_owned()
+    } else {
+        format!("http://{url}")
+    }
+}
+
+fn endpoint(url: &str, connect_timeout: Duration) -> Result<Endpoint, Error> {
+    Endpoint::from_shared(url.to_owned())
+        .map(|e| e.connect_timeout(connect_timeout).tcp_nodelay(true))
+        .map_err(|e| Error::InvalidArgument {
+            field: "endpoints".into(),
+            reason: format!("{url:?} is not a valid URL: {e}"),
+        })
+}
+
+/// The innermost error's text ("Connection refused (os error 111)").
+pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause: &dyn std::error::Error = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_host_port_gets_a_scheme() {
+        assert_eq!(normalize("127.0.0.1:7420"), "http://127.0.0.1:7420");
+        assert_eq!(normalize("https://h:1"), "https://h:1");
+    }
+
+    #[tokio::test]
+    async fn an_empty_list_or_a_bad_url_is_refused_before_connecting() {
+        let empty: [&str; 0] = [];
+        assert!(matches!(
+            Endpoints::connect(empty, Duration::from_secs(1)).await,
+            Err(Error::InvalidArgument { .. })
+        ));
+        assert!(matches!(
+            Endpoints::connect(["http://bad host:1"], Duration::from_secs(1)).await,
+            Err(Error::InvalidArgument { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn nothing_reachable_lists_what_was_tried() {
+        let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = dead.local_addr().unwrap();
+        drop(dead);
+        let error = Endpoints::connect([addr.to_string()], Duration::from_secs(1))
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains(&addr.to_string()), "{error}");
+    }
+}

@@ -1,0 +1,211 @@
+//! Leases: [`Lease`] (the handle), [`LeaseBuilder`] (`client.lease(ttl)…grant()`),
+//! and the parts behind them: [`timing`] (validated ttl, interval, margin),
+//! [`validity`] (the deadline arithmetic), `state` (what handle, guards and
+//! keeper share), `keeper` (the renewal task), `reconcile` (releasing
+//! orphans after a reconnect).
+
+mod keeper;
+mod reconcile;
+mod state;
+pub mod timing;
+pub mod validity;
+
+pub use reconcile::ORPHANS_RELEASED_TOTAL;
+pub(crate) use state::LeaseState;
+use timing::LeaseTiming;
+
+use crate::acquire::LockRequest;
+use crate::error::Error;
+use crate::loss::{LockLost, LossCause};
+use crate::name::IntoLockName;
+use crate::Client;
+use leasehold_core::LeaseId;
+use leasehold_proto::v1::lease_client::LeaseClient;
+use leasehold_proto::v1::{GrantRequest, RevokeRequest};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// What the lease handle and its guards share; the keeper stops when the
+/// last of them is dropped.
+#[derive(Debug)]
+pub(crate) struct LeaseInner {
+    /// For acquires, releases and the revoke.
+    pub client: Client,
+    /// Validity, loss, registry.
+    pub state: Arc<LeaseState>,
+    /// ttl, interval, margin.
+    pub timing: LeaseTiming,
+    /// Stops the keeper.
+    stop: CancellationToken,
+}
+
+impl Drop for LeaseInner {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// A lease: time-bound ownership, renewed in the background while this
+/// handle or any of its guards lives, and lost — for good — at the first
+/// definite renewal failure or when its local deadline passes.
+#[derive(Clone, Debug)]
+pub struct Lease {
+    inner: Arc<LeaseInner>,
+}
+
+impl Lease {
+    /// The lease id.
+    pub fn id(&self) -> LeaseId {
+        self.inner.state.id
+    }
+
+    /// The lease's timing (ttl, keep-alive interval, margin).
+    pub fn timing(&self) -> LeaseTiming {
+        self.inner.timing
+    }
+
+    /// Time left until the local deadline, or why the lease is lost.
+    pub fn check(&self) -> Result<Duration, LockLost> {
+        let state = &self.inner.state;
+        state.check().map_err(|cause| state.lost_error(None, cause))
+    }
+
+    /// Resolves when the lease is lost, with why.
+    pub async fn lost(&self) -> LockLost {
+        let state = &self.inner.state;
+        state.cancellation().cancelled().await;
+        let cause = state.loss().expect("cancelled at the loss");
+        state.lost_error(None, cause)
+    }
+
+    /// A token cancelled the moment the lease is lost.
+    pub fn cancellation(&self) -> CancellationToken {
+        self.inner.state.cancellation().child_token()
+    }
+
+    /// Starts acquiring `name` under this lease: set options, then `.acquire().await`.
+    pub fn lock(&self, name: impl IntoLockName) -> LockRequest {
+        LockRequest::new(self.clone(), name)
+    }
+
+    /// Ends the lease now, releasing every lock it holds; returns their
+    /// names. Guards still alive report the loss (`Revoked`).
+    pub async fn revoke(self) -> Result<Vec<String>, Error> {
+        let state = &self.inner.state;
+        state.lose(LossCause::Revoked);
+        self.inner.stop.cancel();
+        let request = RevokeRequest {
+            lease: state.id.0,
+            request_id: crate::request_id::new_request_id(),
+        };
+        let reply = self
+            .inner
+            .client
+            .call("Revoke", Duration::ZERO, |channel| {
+                let request = request.clone();
+                async move { LeaseClient::new(channel).revoke(request).await }
+            })
+            .await?;
+        Ok(reply.released)
+    }
+
+    pub(crate) fn inner(&self) -> Arc<LeaseInner> {
+        self.inner.clone()
+    }
+}
+
+/// A lease being set up: `client.lease(ttl)`, then options, then
+/// [`grant`](Self::grant).
+#[must_use = "call .grant().await to get the lease"]
+#[derive(Debug)]
+pub struct LeaseBuilder {
+    client: Client,
+    ttl: Duration,
+    interval: Option<Duration>,
+    margin: Option<Duration>,
+    owner: Option<String>,
+    labels: Vec<(String, String)>,
+}
+
+impl LeaseBuilder {
+    pub(crate) fn new(client: Client, ttl: Duration) -> LeaseBuilder {
+        LeaseBuilder {
+            client,
+            ttl,
+            interval: None,
+            margin: None,
+            owner: None,
+            labels: Vec::new(),
+        }
+    }
+
+    /// The owner name operators see (default `user@host:program`); host,
+    /// pid and process start time are always filled in.
+    pub fn owner(mut self, owner: impl Into<String>) -> Self {
+        self.owner = Some(owner.into());
+        self
+    }
+
+    /// A free label operators see with the owner.
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.labels.push((key.into(), value.into()));
+        self
+    }
+
+    /// Time between keep-alives (default ttl/3; at most ttl/2).
+    pub fn keep_alive_interval(mut self, interval: Duration) -> Self {
+        self.interval = Some(interval);
+        self
+    }
+
+    /// How much before `send time + ttl` the lease counts as lost (default ttl/10).
+    pub fn margin(mut self, margin: Duration) -> Self {
+        self.margin = Some(margin);
+        self
+    }
+
+    /// Grants the lease and starts renewing it.
+    pub async fn grant(self) -> Result<Lease, Error> {
+        let timing = LeaseTiming::new(self.ttl, self.interval, self.margin)?;
+        let request = GrantRequest {
+            ttl_ms: timing.ttl.as_millis() as u64,
+            owner: Some(crate::owner::owner_info(self.owner, self.labels)),
+            request_id: crate::request_id::new_request_id(),
+        };
+        let clock = self.client.options().clock.clone();
+        // The first attempt's send time: a retry may be answered with a
+        // lease the first attempt created, which started no earlier.
+        let sent = clock.now();
+        let reply = self
+            .client
+            .call("Grant", Duration::ZERO, |channel| {
+                let request = request.clone();
+                async move { LeaseClient::new(channel).grant(request).await }
+            })
+            .await?;
+        let state = Arc::new(LeaseState::new(
+            LeaseId(reply.lease),
+            clock,
+            sent,
+            timing.ttl,
+            timing.margin,
+        ));
+        let stop = CancellationToken::new();
+        keeper::spawn(
+            self.client.clone(),
+            state.clone(),
+            timing.interval,
+            stop.clone(),
+        );
+        let inner = LeaseInner {
+            client: self.client,
+            state,
+            timing,
+            stop,
+        };
+        Ok(Lease {
+            inner: Arc::new(inner),
+        })
+    }
+}

@@ -1,0 +1,46 @@
+//! Reconciliation: after a reconnect (or an acquire or release whose
+//! outcome is unknown), ask the server which locks the lease holds and
+//! release every one no live guard knows of. Without it, a grant whose
+//! reply was lost for good would keep a lock held, by a lease we renew, for
+//! work nobody is doing.
+
+use super::state::LeaseState;
+use crate::release::send_release;
+use crate::Client;
+use leasehold_core::{LockName, Token};
+use leasehold_proto::v1::lease_client::LeaseClient;
+use leasehold_proto::v1::GetLeaseRequest;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Counter: locks released because no guard knew of them.
+pub const ORPHANS_RELEASED_TOTAL: &str = "leasehold_client_orphans_released_total";
+
+/// One pass; failures are logged and asked for again.
+pub(crate) async fn run(client: Client, state: Arc<LeaseState>) {
+    let request = GetLeaseRequest { lease: state.id.0 };
+    let info = client
+        .call("GetLease", Duration::ZERO, |channel| async move {
+            LeaseClient::new(channel).get(request).await
+        })
+        .await;
+    let held = match info {
+        Ok(reply) => reply.lease.map(|l| l.held).unwrap_or_default(),
+        Err(error) => {
+            tracing::info!(lease = %state.id, %error, "cannot reconcile yet");
+            state.want_reconcile();
+            return;
+        }
+    };
+    for lock in held {
+        if lock.token == 0 || state.knows(&lock.name) {
+            continue;
+        }
+        let Ok(name) = LockName::parse(&lock.name) else {
+            continue;
+        };
+        let outcome = send_release(&client, state.id, &name, Token(lock.token)).await;
+        tracing::warn!(lease = %state.id, lock = %name, token = lock.token, ?outcome, "released a lock no guard knew of");
+        metrics::counter!(ORPHANS_RELEASED_TOTAL).increment(1);
+    }
+}

@@ -1,0 +1,254 @@
+//! What a lease's handle, its guards and its keeper share: the validity
+//! (deadline), the loss (first cause wins, once), the cancellation token
+//! that fires at the loss, and the registry of locks live guards hold.
+//!
+//! There is no cached "held" flag: every question about ownership reads the
+//! clock and compares it with the deadline (DESIGN.md guarantee 6).
+
+use super::validity::{Lapsed, Validity};
+use crate::clock::{BootInstant, Clock};
+use crate::error::Error;
+use crate::loss::{LockLost, LossCause};
+use crate::metrics;
+use leasehold_core::{LeaseId, LockName, Token};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// A lock's place in the registry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Holding {
+    /// An acquire is in flight.
+    Acquiring,
+    /// A live guard holds it under this token.
+    Held(Token),
+}
+
+/// The shared state of one lease.
+#[derive(Debug)]
+pub(crate) struct LeaseState {
+    /// The lease.
+    pub id: LeaseId,
+    /// What validity is measured on.
+    pub clock: Arc<dyn Clock>,
+    /// ttl − margin from the last acknowledged send.
+    validity: Mutex<Validity>,
+    /// Why ownership ended; set once.
+    loss: OnceLock<LossCause>,
+    /// Cancelled at the loss.
+    cancel: CancellationToken,
+    /// Locks live guards hold or are acquiring, so reconciliation can tell
+    /// an orphan (held on the server, known to no guard) from ours.
+    registry: Mutex<HashMap<LockName, Holding>>,
+    /// Set when the server may hold a lock no guard knows of (a reconnect,
+    /// an acquire whose outcome is unknown, a release that failed).
+    reconcile_wanted: AtomicBool,
+}
+
+impl LeaseState {
+    /// The state of lease `id`, granted by a request sent at `grant_sent`.
+    pub fn new(
+        id: LeaseId,
+        clock: Arc<dyn Clock>,
+        grant_sent: BootInstant,
+        ttl: Duration,
+        margin: Duration,
+    ) -> LeaseState {
+        LeaseState {
+            id,
+            clock,
+            validity: Mutex::new(Validity::new(grant_sent, ttl, margin)),
+            loss: OnceLock::new(),
+            cancel: CancellationToken::new(),
+            registry: Mutex::new(HashMap::new()),
+            reconcile_wanted: AtomicBool::new(false),
+        }
+    }
+
+    /// Ok with the time left, or the loss. Reading this at the deadline is
+    /// what declares a lapse lost, so it is never reported held past it.
+    pub fn check(&self) -> Result<Duration, LossCause> {
+        if let Some(cause) = self.loss.get() {
+            return Err(cause.clone());
+        }
+        let checked = self.validity().check(self.clock.now());
+        checked.map_err(|lapsed| self.lapse(lapsed))
+    }
+
+    /// A keep-alive sent at `sent` was acknowledged now. Returns the time
+    /// that was left, or the loss if it came too late or after a loss.
+    pub fn acknowledged(&self, sent: BootInstant) -> Result<Duration, LossCause> {
+        if let Some(cause) = self.loss.get() {
+            return Err(cause.clone());
+        }
+        let acked = self.validity().acknowledged(sent, self.clock.now());
+        acked.map_err(|lapsed| self.lapse(lapsed))
+    }
+
+    /// The local deadline.
+    pub fn deadline(&self) -> BootInstant {
+        self.validity().deadline()
+    }
+
+    /// Ends ownership for `cause`, unless it already ended; returns the
+    /// cause that stands. Fires the cancellation token.
+    pub fn lose(&self, cause: LossCause) -> LossCause {
+        let mut first = false;
+        let standing = self.loss.get_or_init(|| {
+            first = true;
+            cause
+        });
+        if first {
+            metrics::lost(standing);
+            tracing::warn!(lease = %self.id, cause = %standing, "lease lost");
+        }
+        self.cancel.cancel();
+        standing.clone()
+    }
+
+    /// The loss, if ownership ended.
+    pub fn loss(&self) -> Option<LossCause> {
+        self.loss.get().cloned()
+    }
+
+    /// The loss as an error about `lock`.
+    pub fn lost_error(&self, lock: Option<&LockName>, cause: LossCause) -> LockLost {
+        LockLost {
+            lease: self.id,
+            lock: lock.cloned(),
+            cause,
+        }
+    }
+
+    /// Fires at the loss.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    fn lapse(&self, lapsed: Lapsed) -> LossCause {
+        self.lose(LossCause::DeadlineReached {
+            since_last_ack: lapsed.since_last_ack,
+        })
+    }
+
+    fn validity(&self) -> std::sync::MutexGuard<'_, Validity> {
+        self.validity.lock().expect("validity lock")
+    }
+
+    /// Registers an acquire of `name`; refused if a live guard (or another
+    /// acquire) of this lease already has it.
+    pub fn begin_acquire(&self, name: &LockName) -> Result<(), Error> {
+        let mut registry = self.registry.lock().expect("registry lock");
+        if registry.contains_key(name) {
+            return Err(Error::AlreadyHeld {
+                name: name.to_string(),
+            });
+        }
+        registry.insert(name.clone(), Holding::Acquiring);
+        Ok(())
+    }
+
+    /// The acquire of `name` got `token`.
+    pub fn acquired(&self, name: &LockName, token: Token) {
+        let mut registry = self.registry.lock().expect("registry lock");
+        registry.insert(name.clone(), Holding::Held(token));
+    }
+
+    /// No live guard has `name` any more (released, dropped, or the acquire
+    /// failed). With `uncertain`, the server may still hold it for us:
+    /// reconciliation will release it.
+    pub fn forget(&self, name: &LockName, uncertain: bool) {
+        self.registry.lock().expect("registry lock").remove(name);
+        if uncertain {
+            self.want_reconcile();
+        }
+    }
+
+    /// Whether a live guard or acquire knows `name`.
+    pub fn knows(&self, name: &str) -> bool {
+        self.registry
+            .lock()
+            .expect("registry lock")
+            .contains_key(name)
+    }
+
+    /// Asks the keeper to reconcile after its next acknowledged keep-alive.
+    pub fn want_reconcile(&self) {
+        self.reconcile_wanted.store(true, Ordering::Release);
+    }
+
+    /// Takes the reconcile request, if any.
+    pub fn take_reconcile(&self) -> bool {
+        self.reconcile_wanted.swap(false, Ordering::AcqRel)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+
+    fn state(clock: &Arc<ManualClock>) -> LeaseState {
+        let clock_dyn: Arc<dyn Clock> = clock.clone();
+        LeaseState::new(
+            LeaseId(7),
+            clock_dyn,
+            clock.now(),
+            Duration::from_secs(10),
+            Duration::from_secs(1),
+        )
+    }
+
+    #[test]
+    fn reading_past_the_deadline_is_the_loss_and_fires_the_token() {
+        let clock = Arc::new(ManualClock::new(Duration::from_secs(50), 0));
+        let lease = state(&clock);
+        clock.jump_wall_ms(-86_400_000);
+        assert_eq!(lease.check(), Ok(Duration::from_secs(9)));
+        assert!(!lease.cancellation().is_cancelled());
+        clock.advance(Duration::from_secs(9));
+        assert!(matches!(
+            lease.check(),
+            Err(LossCause::DeadlineReached { .. })
+        ));
+        assert!(lease.cancellation().is_cancelled());
+        // Once lost, a late acknowledgement does not bring it back.
+        assert!(lease.acknowledged(clock.now()).is_err());
+        assert!(lease.check().is_err());
+    }
+
+    #[test]
+    fn the_first_cause_stands() {
+        let clock = Arc::new(ManualClock::new(Duration::from_secs(50), 0));
+        let lease = state(&clock);
+        assert_eq!(
+            lease.lose(LossCause::LeaseNotFound),
+            LossCause::LeaseNotFound
+        );
+        assert_eq!(
+            lease.lose(LossCause::LeaseExpired),
+            LossCause::LeaseNotFound
+        );
+        assert_eq!(lease.check(), Err(LossCause::LeaseNotFound));
+    }
+
+    #[test]
+    fn one_guard_per_lock_and_forgetting_can_ask_for_reconciliation() {
+        let clock = Arc::new(ManualClock::new(Duration::from_secs(50), 0));
+        let lease = state(&clock);
+        let name = LockName::parse("a").unwrap();
+        lease.begin_acquire(&name).unwrap();
+        assert!(matches!(
+            lease.begin_acquire(&name),
+            Err(Error::AlreadyHeld { .. })
+        ));
+        lease.acquired(&name, Token(3));
+        assert!(lease.knows("a"));
+        lease.forget(&name, true);
+        assert!(!lease.knows("a"));
+        assert!(lease.take_reconcile());
+        assert!(!lease.take_reconcile());
+    }
+}

@@ -1,0 +1,72 @@
+//! Release and its typed outcome. A release names (lock, lease, token) and
+//! the server says exactly what happened (DESIGN.md guarantee 7), so the
+//! caller learns whether its critical section really ended under its own
+//! ownership or the lock had already moved on.
+
+use crate::error::Error;
+use crate::Client;
+use leasehold_core::{LeaseId, LockName, Token};
+use leasehold_proto::v1::lock_client::LockClient;
+use leasehold_proto::v1::ReleaseRequest;
+use std::time::Duration;
+
+/// What a release found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReleaseOutcome {
+    /// The lock was ours and is now free (or handed to the next waiter).
+    Released,
+    /// The lease had already ended (expired, or revoked), which freed the
+    /// lock earlier: anything written after that was unprotected.
+    AlreadyExpired,
+    /// The lock is held under another token: someone else owns it now.
+    HeldByAnother {
+        /// The current holder's token, if any.
+        holder_token: Option<Token>,
+    },
+    /// No such lock exists (freed and gone); `nearby` lists names that look
+    /// like it, in case the name was mistyped.
+    NoSuchLock {
+        /// Existing names close to this one.
+        nearby: Vec<String>,
+    },
+}
+
+impl ReleaseOutcome {
+    /// Whether the lock was still ours when released.
+    pub fn was_held(&self) -> bool {
+        matches!(self, ReleaseOutcome::Released)
+    }
+}
+
+/// Sends one release (with a fresh request id, reused by its retries) and
+/// maps the answer. `Err` only when the service could not be reached.
+pub(crate) async fn send_release(
+    client: &Client,
+    lease: LeaseId,
+    name: &LockName,
+    token: Token,
+) -> Result<ReleaseOutcome, Error> {
+    let request = ReleaseRequest {
+        lease: lease.0,
+        name: name.to_string(),
+        token: token.0,
+        request_id: crate::request_id::new_request_id(),
+    };
+    let sent = client
+        .call("Release", Duration::ZERO, |channel| {
+            let request = request.clone();
+            async move { LockClient::new(channel).release(request).await }
+        })
+        .await;
+    match sent {
+        Ok(_) => Ok(ReleaseOutcome::Released),
+        Err(Error::LeaseExpired { .. } | Error::LeaseNotFound { .. }) => {
+            Ok(ReleaseOutcome::AlreadyExpired)
+        }
+        Err(Error::NotHolder { holder_token, .. }) => {
+            Ok(ReleaseOutcome::HeldByAnother { holder_token })
+        }
+        Err(Error::NoSuchLock { nearby, .. }) => Ok(ReleaseOutcome::NoSuchLock { nearby }),
+        Err(other) => Err(other),
+    }
+}
