@@ -63,6 +63,26 @@ impl CliError {
     }
 }
 
+impl From<leasehold_client::Error> for CliError {
+    /// The client library's errors, on the same exit codes as server statuses.
+    fn from(err: leasehold_client::Error) -> CliError {
+        use leasehold_client::Error as E;
+        let exit = match &err {
+            E::InvalidArgument { .. } => Exit::Usage,
+            E::Busy { .. } | E::WaitTimeout { .. } => Exit::Busy,
+            E::NotHolder { .. }
+            | E::NoSuchLock { .. }
+            | E::LeaseNotFound { .. }
+            | E::LeaseExpired { .. }
+            | E::AlreadyHeld { .. } => Exit::Ownership,
+            E::Unavailable { .. } | E::Timeout { .. } => Exit::Unavailable,
+            E::Lost(_) => Exit::LockLost,
+            _ => Exit::Other,
+        };
+        CliError::new(exit, err.to_string())
+    }
+}
+
 impl From<anyhow::Error> for CliError {
     fn from(err: anyhow::Error) -> CliError {
         CliError::new(Exit::Other, format!("{err:#}"))

@@ -22,9 +22,8 @@ pub enum Exit {
     /// `NotLeader` with no reachable leader, or no reply within `--timeout`.
     /// Retrying later may help.
     Unavailable = 5,
-    /// 6: the lock was lost while running a command (reserved for
-    /// `leasehold lock`, not built yet).
-    #[allow(dead_code)]
+    /// 6: `leasehold lock`: the lock was lost while the command ran (the
+    /// command's process group got SIGTERM, then SIGKILL after `--grace`).
     LockLost = 6,
 }
 

@@ -15,9 +15,10 @@ mod error;
 mod exit;
 mod output;
 mod owner;
+mod supervise;
 
 use clap::{Parser, Subcommand};
-use commands::{acquire, get, lease, ls, release, serve, status, Global};
+use commands::{acquire, get, lease, lock, ls, release, serve, status, Global};
 use error::CliError;
 use exit::Exit;
 use std::process::ExitCode;
@@ -41,6 +42,8 @@ enum Command {
         #[command(subcommand)]
         cmd: lease::LeaseCmd,
     },
+    /// Runs a command while holding a lock; stops it if the lock is lost.
+    Lock(lock::LockArgs),
     /// Acquires a lock once (granting a fresh lease unless --lease) and exits.
     Acquire(acquire::AcquireArgs),
     /// Releases a lock held by (lease, token).
@@ -76,7 +79,7 @@ fn main() -> ExitCode {
     // blocking thread): everything that must be durable already is.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match outcome {
-        Ok(()) => Exit::Ok.into(),
+        Ok(code) => ExitCode::from(code),
         Err(err) => {
             eprintln!("error: {}", err.message);
             err.exit.into()
@@ -84,9 +87,21 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> Result<(), CliError> {
+/// Runs the command; `Ok` carries the exit code (0, or for `lock` the
+/// command's own).
+async fn run(cli: Cli) -> Result<u8, CliError> {
     let global = &cli.global;
-    match cli.command {
+    if let Command::Lock(args) = cli.command {
+        return lock::run(args, global).await;
+    }
+    run_plain(cli.command, global)
+        .await
+        .map(|()| Exit::Ok.code())
+}
+
+async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
+    match command {
+        Command::Lock(_) => unreachable!("handled by run"),
         Command::Serve(args) => serve::run(args).await,
         Command::Lease { cmd } => lease::run(cmd, global).await,
         Command::Acquire(args) => acquire::run(args, global).await,

@@ -222,7 +222,15 @@ fn from_code(status: &tonic::Status) -> (Error, Retry) {
     use tonic::Code;
     let message = format!("{:?}: {}", status.code(), status.message());
     match status.code() {
-        Code::Unavailable | Code::Cancelled | Code::Unknown | Code::DeadlineExceeded => {
+        // Transport trouble: a refused or reset connection, an HTTP/2 error
+        // (tonic reports some as Internal), a request cut short. A server
+        // error comes with a Leasehold reason and is not handled here.
+        Code::Unavailable
+        | Code::Cancelled
+        | Code::Unknown
+        | Code::DeadlineExceeded
+        | Code::Internal
+        | Code::Aborted => {
             let error = Error::Unavailable { message };
             (error, Retry::Failover { leader_addr: None })
         }

@@ -5,6 +5,7 @@
 pub mod acquire;
 pub mod get;
 pub mod lease;
+pub mod lock;
 pub mod ls;
 pub mod release;
 pub mod serve;

@@ -18,6 +18,7 @@
 
 use super::reconcile;
 use super::state::LeaseState;
+use super::timing::LeaseTiming;
 use crate::clock::{sleep_until, BootInstant};
 use crate::error::{Error, Retry};
 use crate::loss::LossCause;
@@ -25,7 +26,6 @@ use crate::{metrics, Client};
 use leasehold_proto::v1::lease_client::LeaseClient;
 use leasehold_proto::v1::{KeepAliveRequest, KeepAliveResponse, RevokeRequest};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
@@ -35,10 +35,10 @@ use tokio_util::sync::CancellationToken;
 pub(crate) fn spawn(
     client: Client,
     state: Arc<LeaseState>,
-    interval: Duration,
+    timing: LeaseTiming,
     stop: CancellationToken,
 ) {
-    tokio::spawn(run(client, state, interval, stop));
+    tokio::spawn(run(client, state, timing, stop));
 }
 
 /// How one stream ended.
@@ -60,7 +60,7 @@ enum End {
     },
 }
 
-async fn run(client: Client, state: Arc<LeaseState>, interval: Duration, stop: CancellationToken) {
+async fn run(client: Client, state: Arc<LeaseState>, timing: LeaseTiming, stop: CancellationToken) {
     let mut backoff = client.backoff();
     let mut reopened = false;
     loop {
@@ -69,7 +69,7 @@ async fn run(client: Client, state: Arc<LeaseState>, interval: Duration, stop: C
             () = stop.cancelled() => End::Stopped,
             () = state.cancellation().cancelled() => End::Lost,
             () = watch_deadline(&state) => End::Lost,
-            end = stream(&client, &state, interval, reopened) => end,
+            end = stream(&client, &state, timing, reopened) => end,
         };
         match end {
             End::Stopped => return stopped(&client, &state).await,
@@ -89,6 +89,10 @@ async fn run(client: Client, state: Arc<LeaseState>, interval: Duration, stop: C
                     .endpoints()
                     .fail_over(generation, leader_addr.as_deref());
                 reopened = true;
+                // Replies lost with the connection may have left the server
+                // holding locks for us that no guard knows of: reconcile
+                // after the next acknowledged renewal (see `reconcile`).
+                state.want_reconcile();
                 let pause = backoff.next_delay();
                 tokio::select! {
                     biased;
@@ -144,9 +148,10 @@ async fn revoke_once(client: &Client, state: &LeaseState) {
 async fn stream(
     client: &Client,
     state: &Arc<LeaseState>,
-    interval: Duration,
+    timing: LeaseTiming,
     reopened: bool,
 ) -> End {
+    let interval = timing.interval;
     let in_use = client.endpoints().in_use();
     let generation = in_use.generation;
     let (sender, receiver) = mpsc::channel(4);
@@ -170,9 +175,11 @@ async fn stream(
     };
     let mut ticker = tokio::time::interval_at(first, interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // A reply slower than the interval would delay the next renewal: treat
-    // the stream as broken and try another one.
-    let reply_bound = bound.min(interval);
+    // A reply slower than half the ttl leaves too little of the validity
+    // window to be worth waiting for: treat the stream as broken (a dead
+    // connection looks like this) and try another. A merely slow server
+    // still answers within it, and each answer counts from its send time.
+    let reply_bound = bound.min(timing.ttl / 2);
     let mut seq = 0;
     let mut in_flight: Option<(u64, BootInstant, Instant)> = None;
     let mut renewed = false;

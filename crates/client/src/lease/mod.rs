@@ -192,12 +192,7 @@ impl LeaseBuilder {
             timing.margin,
         ));
         let stop = CancellationToken::new();
-        keeper::spawn(
-            self.client.clone(),
-            state.clone(),
-            timing.interval,
-            stop.clone(),
-        );
+        keeper::spawn(self.client.clone(), state.clone(), timing, stop.clone());
         let inner = LeaseInner {
             client: self.client,
             state,

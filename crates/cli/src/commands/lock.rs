@@ -1,0 +1,156 @@
+//! `leasehold lock NAME -- CMD ARGS…`: runs a command while holding a lock,
+//! and stops it the moment the lock is lost (DESIGN.md §4).
+//!
+//! The lock is held through the client library, so "lost" means what it
+//! means there: the lease's local deadline passed (send time of the last
+//! acknowledged keep-alive + ttl − margin, on the boot clock) or the server
+//! said the lease is gone — always before the server can hand the lock to
+//! someone else. At that moment the command's whole process group gets
+//! SIGTERM, then SIGKILL after `--grace`, and `lock` exits 6 naming the
+//! cause. Otherwise, when the command exits, whatever it left running in
+//! its group is stopped the same way, the lock is released, and `lock`
+//! exits with the command's code.
+
+use super::Global;
+use crate::duration;
+use crate::error::CliError;
+use crate::exit::Exit;
+use crate::supervise::{exit_code, signal_name, Forwarder, Supervised};
+use leasehold_client::{Client, ClientOptions, LockGuard, LockLost, ReleaseOutcome};
+use std::ffi::OsString;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+/// `leasehold lock`
+#[derive(clap::Args, Debug)]
+pub struct LockArgs {
+    /// The lock to hold while the command runs.
+    pub name: String,
+    /// Ttl of the lease that holds the lock; it is renewed every ttl/3.
+    #[arg(long, value_parser = duration::parse, default_value = "10s")]
+    pub ttl: Duration,
+    /// Wait up to this long in the lock's FIFO queue (exit 3 if not had).
+    #[arg(long, value_parser = duration::parse, default_value = "30s")]
+    pub wait: Duration,
+    /// The protected resource checks fencing tokens (LEASEHOLD_TOKEN).
+    #[arg(long)]
+    pub fenced: bool,
+    /// After SIGTERM on loss of the lock, wait this long before SIGKILL.
+    #[arg(long, value_parser = duration::parse, default_value = "5s")]
+    pub grace: Duration,
+    /// Owner name of the lease (default: user@host:leasehold).
+    #[arg(long)]
+    pub owner: Option<String>,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+/// Runs `lock`; returns the exit code.
+pub async fn run(args: LockArgs, global: &Global) -> Result<u8, CliError> {
+    let options = ClientOptions {
+        call_timeout: global.timeout,
+        ..ClientOptions::default()
+    };
+    let client = Client::connect_with(global.endpoints.split(','), options).await?;
+    let mut lease = client.lease(args.ttl);
+    if let Some(owner) = &args.owner {
+        lease = lease.owner(owner.clone());
+    }
+    let lease = lease.grant().await?;
+    let guard = lease
+        .lock(args.name.as_str())
+        .wait(args.wait)
+        .fenced(args.fenced)
+        .acquire()
+        .await?;
+    // Listen before spawning: a signal in between is then held for the
+    // command instead of killing us with the lock still held.
+    let mut signals =
+        Forwarder::install().map_err(|e| CliError::new(Exit::Other, e.to_string()))?;
+    let env = [
+        ("LEASEHOLD_LOCK".to_owned(), args.name.clone()),
+        ("LEASEHOLD_TOKEN".to_owned(), guard.token().0.to_string()),
+        ("LEASEHOLD_LEASE".to_owned(), lease.id().0.to_string()),
+    ];
+    let (program, rest) = args.command.split_first().expect("clap requires CMD");
+    let mut child = match Supervised::spawn(program, rest, &env) {
+        Ok(child) => child,
+        Err(error) => {
+            let code = error.exit_code();
+            release(guard, &args.name).await;
+            eprintln!("error: {error}");
+            return Ok(code);
+        }
+    };
+    let group = child.group();
+    let ended = loop {
+        tokio::select! {
+            biased;
+            lost = guard.lost() => break Ended::Lost(lost),
+            status = child.wait() => break Ended::Exited(status),
+            Some(signal) = signals.recv() => {
+                if let Err(error) = group.signal(signal) {
+                    eprintln!("warning: cannot forward {} to the command: {error}", signal_name(signal));
+                }
+            }
+        }
+    };
+    match ended {
+        Ended::Lost(lost) => Ok(on_loss(&mut child, lost, args.grace).await),
+        Ended::Exited(status) => {
+            let status = status.map_err(|e| CliError::new(Exit::Other, e.to_string()))?;
+            stop_stragglers(&mut child, args.grace).await;
+            release(guard, &args.name).await;
+            // Bounded: a server that just went away must not delay our exit.
+            let _ = tokio::time::timeout(global.timeout, lease.revoke()).await;
+            Ok(exit_code(status))
+        }
+    }
+}
+
+/// How the wait for the command ended.
+enum Ended {
+    Lost(LockLost),
+    Exited(Result<ExitStatus, crate::supervise::WaitError>),
+}
+
+/// The lock is gone: stop the whole group; exit 6.
+async fn on_loss(child: &mut Supervised, lost: LockLost, grace: Duration) -> u8 {
+    eprintln!(
+        "error: {lost}; stopping the command (SIGTERM to its process group, SIGKILL after {})",
+        duration::human(duration::ms(grace))
+    );
+    match child.terminate_group(grace).await {
+        Ok(ended) if ended.killed => {
+            eprintln!("the command did not stop within the grace period and was killed (SIGKILL)")
+        }
+        Ok(_) => {}
+        Err(error) => eprintln!("warning: could not stop the command: {error}"),
+    }
+    Exit::LockLost.code()
+}
+
+/// The command exited but left processes in its group: they must not work
+/// on after the release, so they get the same SIGTERM-then-SIGKILL.
+async fn stop_stragglers(child: &mut Supervised, grace: Duration) {
+    if child.group_alive() {
+        eprintln!("warning: the command exited but left processes in its group; stopping them before releasing the lock");
+        if let Err(error) = child.terminate_group(grace).await {
+            eprintln!("warning: could not stop them: {error}");
+        }
+    }
+}
+
+/// Releases the lock, saying so when it was no longer ours.
+async fn release(guard: LockGuard, name: &str) {
+    match guard.release().await {
+        Ok(ReleaseOutcome::Released) => {}
+        Ok(other) => eprintln!(
+            "warning: releasing {name}: {other:?}: the lock was no longer held by this command"
+        ),
+        Err(error) => {
+            eprintln!("warning: releasing {name} failed ({error}); the lease's expiry will free it")
+        }
+    }
+}

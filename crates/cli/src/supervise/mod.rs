@@ -1,0 +1,38 @@
+//! Runs the command of `leasehold lock NAME -- CMD ARGS…` and keeps it on a
+//! short leash (DESIGN.md §4).
+//!
+//! Why a module of its own: the lock is only worth something if nothing keeps
+//! working under it once it is gone. So the command runs in its own process
+//! group (one `kill(-pgid)` reaches everything it started, grandchildren
+//! included); it gets SIGKILL from the kernel if `leasehold` itself dies, even
+//! by `kill -9` (a parent-death signal), so no orphan works on a lease nobody
+//! renews; and on loss of the lock the whole group gets SIGTERM, then SIGKILL
+//! after a grace period. Because the command is not in our process group, the
+//! terminal's Ctrl-C (SIGINT to the foreground group) reaches only us, so we
+//! forward such signals to the command's group.
+//!
+//! This half knows nothing about locks: the caller acquires, spawns with the
+//! lock's variables in the environment, forwards signals while it waits, and
+//! maps how the command ended to an exit code.
+//!
+//! Layout: [`child`] (spawn, wait, terminate), [`group`] (signal and probe a
+//! process group), [`signals`] (forwarding), [`exit_code`] (how the command
+//! ended → our exit code), [`error`] (what can fail, in words for the user).
+//!
+//! Linux only: the parent-death signal is `prctl(PR_SET_PDEATHSIG)` and the
+//! zombie check reads `/proc`.
+
+mod child;
+mod error;
+mod exit_code;
+mod group;
+mod signals;
+#[cfg(test)]
+mod tests;
+
+// What `commands::lock` names; the other public types (`Termination`,
+// `ProcessGroup`, the errors) reach it as return values.
+pub use child::Supervised;
+pub use error::WaitError;
+pub use exit_code::exit_code;
+pub use signals::{signal_name, Forwarder};
