@@ -8,8 +8,7 @@
 use crate::error::{self, CliError};
 use crate::exit::Exit;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
 
 /// A connection to one reachable endpoint of the cluster.
@@ -198,29 +197,12 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     cause.to_string()
 }
 
-/// A fresh request id: printable ASCII, at most 64 bytes, unique per
-/// process (pid, wall-clock nanos at first use, and a counter).
-pub fn request_id() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("cli-{:x}-{nanos:x}-{n:x}", std::process::id())
-}
+/// A fresh request id (the client library's: one scheme for every caller).
+pub use leasehold_client::new_request_id as request_id;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn request_ids_are_short_printable_and_distinct() {
-        let a = request_id();
-        let b = request_id();
-        assert_ne!(a, b);
-        assert!(a.len() <= 64 && a.bytes().all(|c| c.is_ascii_graphic()));
-    }
 
     #[test]
     fn bare_host_port_gets_a_scheme() {

@@ -58,6 +58,8 @@ impl LockHandle {
     /// wakes up past its deadline gets `Err` here, before it writes.
     pub fn fence(&self) -> Result<Token, LockLost> {
         if let Some(cause) = self.guard.loss.get() {
+            // Fire the token before reporting (see `LeaseState::loss`).
+            self.guard.cancel.cancel();
             return Err(self.error(cause.clone()));
         }
         if let Err(cause) = self.lease.check() {
@@ -100,7 +102,7 @@ impl LockHandle {
     /// Ends this lock's ownership for `cause` (first cause stands).
     fn end(&self, cause: LossCause) -> LockLost {
         let standing = self.guard.loss.get_or_init(|| {
-            if cause != LossCause::Released {
+            if !cause.is_voluntary() {
                 crate::metrics::lost(&cause);
             }
             cause

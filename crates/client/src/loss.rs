@@ -38,6 +38,12 @@ pub enum LossCause {
 }
 
 impl LossCause {
+    /// Whether this process ended ownership itself (revoke, release): the
+    /// work is over, nothing was taken away.
+    pub fn is_voluntary(&self) -> bool {
+        matches!(self, LossCause::Revoked | LossCause::Released)
+    }
+
     /// A short label for metrics and logs.
     pub fn label(&self) -> &'static str {
         match self {

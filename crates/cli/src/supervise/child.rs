@@ -6,10 +6,14 @@
 //!   it started, and we can wait until all of it is gone;
 //! - `PR_SET_PDEATHSIG = SIGKILL`, so if we die (even by SIGKILL) the command
 //!   dies too instead of working on under a lease nobody renews;
-//! - killed on drop, for the same reason, if the caller lets go of it early.
+//! - killed on drop, for the same reason, if the caller lets go of it early;
+//! - given the terminal while it runs, if we have it (see `terminal`): in a
+//!   group of its own it would otherwise stop as soon as it read from the
+//!   terminal or set its modes.
 
 use super::error::{SpawnError, TerminateError, WaitError};
 use super::group::ProcessGroup;
+use super::terminal::{self, TerminalHandover};
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::process::{ExitStatus, Stdio};
@@ -39,6 +43,10 @@ pub struct Supervised {
     group: ProcessGroup,
     /// The command, lossily converted, for error messages.
     program: String,
+    /// The terminal, lent to the command's group while it runs; given back
+    /// when the command is done, and at the latest when this is dropped
+    /// (fields drop after `drop` has killed the group).
+    terminal: TerminalHandover,
 }
 
 /// How [`Supervised::terminate_group`] ended.
@@ -57,7 +65,9 @@ pub struct Termination {
 impl Supervised {
     /// Starts `program` with `args`, our environment plus `env`, and our
     /// stdin, stdout and stderr, as the leader of a new process group that
-    /// gets SIGKILL if we die.
+    /// gets SIGKILL if we die. If stdin is a terminal and we are in its
+    /// foreground, the new group becomes its foreground group until the
+    /// command is done (see `terminal`).
     ///
     /// The kernel sends the parent-death signal when the *thread* that
     /// spawned the child exits, not only the process. Call this from the
@@ -81,11 +91,23 @@ impl Supervised {
             .process_group(0);
         // SAFETY: getpid has no preconditions and cannot fail.
         let parent = unsafe { libc::getpid() };
-        // SAFETY: the closure runs in the child between fork and exec, where
-        // only async-signal-safe calls are allowed; `die_with_parent` makes
-        // only prctl, getppid, raise and _exit calls and does not allocate.
+        // Decided before the fork, so both sides agree. If the spawn fails
+        // after the child took the terminal, dropping this takes it back.
+        let mut terminal = TerminalHandover::prepare(libc::STDIN_FILENO);
+        let terminal_fd = terminal.child_fd();
+        // SAFETY: the closure runs in the child between fork and exec (after
+        // std's setpgid), where only async-signal-safe calls are allowed;
+        // `die_with_parent` makes only prctl, getppid, raise and _exit calls,
+        // `take_in_child` only sigprocmask, getpid and tcsetpgrp ones, and
+        // neither allocates.
         unsafe {
-            command.pre_exec(move || die_with_parent(parent));
+            command.pre_exec(move || {
+                die_with_parent(parent)?;
+                if let Some(fd) = terminal_fd {
+                    terminal::take_in_child(fd);
+                }
+                Ok(())
+            });
         }
         let child = command
             .spawn()
@@ -99,10 +121,13 @@ impl Supervised {
                 error,
             });
         };
+        let group = ProcessGroup::new(pid);
+        terminal.hand_over(pid);
         Ok(Supervised {
             child,
-            group: ProcessGroup::new(pid),
+            group,
             program: display,
+            terminal,
         })
     }
 
@@ -112,6 +137,13 @@ impl Supervised {
         self.group
     }
 
+    /// Gives the terminal back now, for a test that leaks the handle on
+    /// purpose (run from a terminal, it would leak the handover too).
+    #[cfg(test)]
+    pub(super) fn give_back_terminal(&mut self) {
+        self.terminal.give_back();
+    }
+
     /// Whether a live (non-zombie) member of the group remains; see
     /// [`ProcessGroup::alive`].
     pub fn group_alive(&self) -> bool {
@@ -119,10 +151,14 @@ impl Supervised {
     }
 
     /// Waits until the command itself exits and reaps it; other members of
-    /// its group may still run. Cancel safe; once it has returned, it
-    /// returns the same status again at once.
+    /// its group may still run. Gives the terminal back once it has exited,
+    /// as a shell does when its foreground job ends. Cancel safe; once it
+    /// has returned, it returns the same status again at once.
     pub async fn wait(&mut self) -> Result<ExitStatus, WaitError> {
         let status = self.child.wait().await;
+        if status.is_ok() {
+            self.terminal.give_back();
+        }
         status.map_err(|error| self.wait_error(error))
     }
 
@@ -131,11 +167,18 @@ impl Supervised {
     /// group to empty; if that does not happen, SIGKILL and a short wait.
     ///
     /// Errs only if no member could be signalled or the command could not
-    /// be waited for.
+    /// be waited for. Either way the terminal is ours again afterwards.
     pub async fn terminate_group(
         &mut self,
         grace: Duration,
     ) -> Result<Termination, TerminateError> {
+        let ended = self.stop_group(grace).await;
+        self.terminal.give_back();
+        ended
+    }
+
+    /// [`Supervised::terminate_group`] without the terminal.
+    async fn stop_group(&mut self, grace: Duration) -> Result<Termination, TerminateError> {
         self.group.signal(libc::SIGTERM)?;
         self.group.signal(libc::SIGCONT)?;
         if let Ok(ended) = timeout(grace, self.until_group_gone()).await {
@@ -185,7 +228,8 @@ impl Drop for Supervised {
     fn drop(&mut self) {
         // Nothing may keep working once nobody supervises it. A group that
         // is already gone answers ESRCH, which `signal` ignores; EPERM
-        // cannot be helped here.
+        // cannot be helped here. The terminal comes back after this, when
+        // the `terminal` field drops.
         let _ = self.group.signal(libc::SIGKILL);
     }
 }

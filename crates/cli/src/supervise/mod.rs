@@ -7,17 +7,23 @@
 //! included); it gets SIGKILL from the kernel if `leasehold` itself dies, even
 //! by `kill -9` (a parent-death signal), so no orphan works on a lease nobody
 //! renews; and on loss of the lock the whole group gets SIGTERM, then SIGKILL
-//! after a grace period. Because the command is not in our process group, the
-//! terminal's Ctrl-C (SIGINT to the foreground group) reaches only us, so we
-//! forward such signals to the command's group.
+//! after a grace period. Signals sent to us (`kill`, systemd, a shell
+//! passing on SIGHUP) would not reach the command's group, so we forward
+//! them. When we are the terminal's foreground job, the command's group
+//! becomes the foreground group while it runs, as a shell does for its
+//! jobs: otherwise an interactive command would stop (SIGTTIN, SIGTTOU) the
+//! moment it used the terminal. The terminal's own signals (Ctrl-C's SIGINT,
+//! Ctrl-\'s SIGQUIT, SIGWINCH) then go straight to the command's group, not
+//! to us, and Ctrl-Z stops the command but not us (see [`terminal`]).
 //!
 //! This half knows nothing about locks: the caller acquires, spawns with the
 //! lock's variables in the environment, forwards signals while it waits, and
 //! maps how the command ended to an exit code.
 //!
 //! Layout: [`child`] (spawn, wait, terminate), [`group`] (signal and probe a
-//! process group), [`signals`] (forwarding), [`exit_code`] (how the command
-//! ended → our exit code), [`error`] (what can fail, in words for the user).
+//! process group), [`signals`] (forwarding), [`terminal`] (lend the terminal
+//! to the command), [`exit_code`](mod@exit_code) (how the command ended →
+//! our exit code), [`error`] (what can fail, in words for the user).
 //!
 //! Linux only: the parent-death signal is `prctl(PR_SET_PDEATHSIG)` and the
 //! zombie check reads `/proc`.
@@ -27,6 +33,7 @@ mod error;
 mod exit_code;
 mod group;
 mod signals;
+mod terminal;
 #[cfg(test)]
 mod tests;
 

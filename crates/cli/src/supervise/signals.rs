@@ -1,17 +1,21 @@
 //! Forwards the signals `leasehold lock` receives to the command's process
 //! group.
 //!
-//! The command runs in its own group, so whatever the terminal or a process
-//! manager sends to *our* group (Ctrl-C's SIGINT, Ctrl-\'s SIGQUIT, SIGHUP
-//! when the terminal closes, SIGWINCH on resize) or to our pid (SIGTERM from
-//! `kill`, systemd or Kubernetes) would not reach it. Installing the handlers
-//! also means those signals no longer kill us: we stay to release the lock
-//! after the command has reacted.
+//! The command runs in its own group, so whatever is sent to our pid
+//! (SIGTERM from `kill`, systemd or Kubernetes) or to *our* group (a shell
+//! passing on SIGHUP; the terminal's Ctrl-C, Ctrl-\ and SIGWINCH when the
+//! terminal was not handed over, say because stdin is not a terminal) would
+//! not reach it. When the terminal was handed over (see `terminal`), its
+//! Ctrl-C and the like go to the command's group directly and never reach
+//! us, so nothing arrives twice. Installing the handlers also means those
+//! signals no longer kill us: we stay to release the lock after the command
+//! has reacted.
 //!
 //! Not forwarded: SIGKILL and SIGSTOP cannot be caught (the parent-death
-//! signal covers SIGKILL); job-control signals (SIGTSTP, SIGTTIN, SIGTTOU,
-//! SIGCONT) keep their default action on us, because suspending a lock
-//! holder would stop its renewals — a suspended `lock` loses the lock.
+//! signal covers SIGKILL); job-control signals (SIGTSTP, SIGTTIN, SIGCONT)
+//! are not forwarded and keep their default action on us: a suspended
+//! `lock` stops renewing and loses the lock. (SIGTTOU is ignored while the
+//! command has the terminal, so that writing to it cannot stop us.)
 
 use super::error::ListenError;
 use std::future::poll_fn;
@@ -31,7 +35,7 @@ pub const FORWARDED: [i32; 7] = [
 ];
 
 /// Listens for signals sent to this process; the caller sends each one on
-/// with [`ProcessGroup::signal`](super::ProcessGroup::signal), in the same
+/// with [`ProcessGroup::signal`](super::group::ProcessGroup::signal), in the same
 /// `select!` loop that waits for the command.
 ///
 /// Install it before spawning the command, so a signal that arrives in

@@ -260,9 +260,11 @@ async fn the_command_dies_with_the_thread_that_spawned_it() {
             .unwrap();
         let args = [OsString::from("1000")];
         let child = runtime.block_on(async { Supervised::spawn(OsStr::new("sleep"), &args, &[]) });
-        let child = child.unwrap();
+        let mut child = child.unwrap();
         let pid = child.group().id();
-        // Not dropped: Drop would kill it and prove nothing.
+        // Not dropped: Drop would kill it and prove nothing. Forgetting it
+        // must not leak the terminal when the tests run in one.
+        child.give_back_terminal();
         std::mem::forget(child);
         pid
     })

@@ -2,9 +2,13 @@
 //! serve` on an ephemeral port with a fresh data directory, run client
 //! commands against it, and poll for conditions with a deadline (never a
 //! fixed sleep). The server is killed when its handle drops; if the test is
-//! failing, its log is printed.
+//! failing, its log is printed. [`drill`] holds what the client drills add:
+//! worker processes and a fenced resource.
 
 #![allow(dead_code)]
+
+pub mod drill;
+pub mod drill_worker;
 
 use serde_json::Value;
 use std::net::TcpListener;

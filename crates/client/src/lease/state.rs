@@ -70,8 +70,8 @@ impl LeaseState {
     /// Ok with the time left, or the loss. Reading this at the deadline is
     /// what declares a lapse lost, so it is never reported held past it.
     pub fn check(&self) -> Result<Duration, LossCause> {
-        if let Some(cause) = self.loss.get() {
-            return Err(cause.clone());
+        if let Some(cause) = self.loss() {
+            return Err(cause);
         }
         let checked = self.validity().check(self.clock.now());
         checked.map_err(|lapsed| self.lapse(lapsed))
@@ -80,8 +80,8 @@ impl LeaseState {
     /// A keep-alive sent at `sent` was acknowledged now. Returns the time
     /// that was left, or the loss if it came too late or after a loss.
     pub fn acknowledged(&self, sent: BootInstant) -> Result<Duration, LossCause> {
-        if let Some(cause) = self.loss.get() {
-            return Err(cause.clone());
+        if let Some(cause) = self.loss() {
+            return Err(cause);
         }
         let acked = self.validity().acknowledged(sent, self.clock.now());
         acked.map_err(|lapsed| self.lapse(lapsed))
@@ -100,7 +100,8 @@ impl LeaseState {
             first = true;
             cause
         });
-        if first {
+        // Ending it ourselves is not a loss worth counting or warning about.
+        if first && !standing.is_voluntary() {
             metrics::lost(standing);
             tracing::warn!(lease = %self.id, cause = %standing, "lease lost");
         }
@@ -108,9 +109,16 @@ impl LeaseState {
         standing.clone()
     }
 
-    /// The loss, if ownership ended.
+    /// The loss, if ownership ended. Whoever sees the loss also fires the
+    /// token (a no-op if it already fired), so no caller can learn of the
+    /// loss before the token says so — not even while the thread that
+    /// recorded it is still on its way to `cancel()`.
     pub fn loss(&self) -> Option<LossCause> {
-        self.loss.get().cloned()
+        let cause = self.loss.get().cloned();
+        if cause.is_some() {
+            self.cancel.cancel();
+        }
+        cause
     }
 
     /// The loss as an error about `lock`.
