@@ -1,6 +1,7 @@
 //! Validated server configuration. Only a validated `ServeConfig` reaches the
 //! node: inconsistent settings are refused at start-up with a clear error.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,6 +19,12 @@ pub struct ServeConfig {
     pub failover_margin: Duration,
     /// Log entries between snapshots (bounds the log and the replay at restart).
     pub snapshot_every_entries: u64,
+    /// The members of a new cluster (node id → host:port other nodes and
+    /// clients reach it at), the same on every member. Empty: a one-member
+    /// cluster of this node at `listen`. Used only on an empty data dir.
+    pub peers: BTreeMap<u64, String>,
+    /// Start without forming a cluster and wait to be added to one.
+    pub join: bool,
 }
 
 impl ServeConfig {
@@ -29,7 +36,24 @@ impl ServeConfig {
             node_id: 1,
             failover_margin: Duration::from_millis(500),
             snapshot_every_entries: crate::raft::node::SNAPSHOT_EVERY_ENTRIES,
+            peers: BTreeMap::new(),
+            join: false,
         }
+    }
+
+    /// How Raft starts on an empty data dir.
+    pub fn formation(&self) -> crate::raft::node::Formation {
+        use crate::raft::node::Formation;
+        if self.join {
+            return Formation::Join;
+        }
+        if self.peers.is_empty() {
+            return Formation::Initialize(BTreeMap::from([(
+                self.node_id,
+                self.listen.to_string(),
+            )]));
+        }
+        Formation::Initialize(self.peers.clone())
     }
 
     /// Checks the settings together.
@@ -38,6 +62,26 @@ impl ServeConfig {
             return Err(crate::ServeError::Config(
                 "node id must not be 0: pass --node-id 1 or higher".into(),
             ));
+        }
+        if self.join && !self.peers.is_empty() {
+            return Err(crate::ServeError::Config(
+                "--join and --peers exclude each other: --peers forms a new cluster, --join waits to be added to one".into(),
+            ));
+        }
+        if !self.peers.is_empty() && !self.peers.contains_key(&self.node_id) {
+            return Err(crate::ServeError::Config(format!(
+                "--peers must list this node (--node-id {}) with its address",
+                self.node_id
+            )));
+        }
+        if let Some((id, addr)) = self
+            .peers
+            .iter()
+            .find(|(id, addr)| **id == 0 || addr.is_empty())
+        {
+            return Err(crate::ServeError::Config(format!(
+                "--peers entry {id}={addr:?}: node ids start at 1 and every node needs an address"
+            )));
         }
         if self.snapshot_every_entries == 0 {
             return Err(crate::ServeError::Config(

@@ -14,6 +14,8 @@ use leasehold_core::limits;
 use leasehold_proto::v1::cluster_server::ClusterServer;
 use leasehold_proto::v1::lease_server::LeaseServer;
 use leasehold_proto::v1::lock_server::LockServer;
+use leasehold_proto::v1::raft_transport_server::RaftTransportServer;
+use raft::transport::{RaftTransportApi, RAFT_MESSAGE_BYTES_MAX};
 use std::future::Future;
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -49,12 +51,14 @@ pub async fn serve_on(
     });
     let (log_store, state_machine) = open_storage(&config, hub).await?;
     let state = state_machine.shared();
-    let addr = listener
-        .local_addr()
-        .map_err(|error| ServeError::Transport(error.to_string()))?;
+    let listen_ip = config.listen.ip();
+    let network = raft::network::Network {
+        local_ip: (!listen_ip.is_unspecified()).then_some(listen_ip),
+    };
     let raft = raft::node::start(
         config.node_id,
-        addr.to_string(),
+        network,
+        config.formation(),
         config.snapshot_every_entries,
         log_store,
         state_machine,
@@ -114,7 +118,12 @@ async fn serve_port(
     .add_service(
         LockServer::new(LockApi::new(node.clone())).max_decoding_message_size(DECODE_BYTES_MAX),
     )
-    .add_service(ClusterServer::new(ClusterApi::new(node.clone())));
+    .add_service(ClusterServer::new(ClusterApi::new(node.clone())))
+    .add_service(
+        RaftTransportServer::new(RaftTransportApi::new(node.raft.clone()))
+            .max_decoding_message_size(RAFT_MESSAGE_BYTES_MAX)
+            .max_encoding_message_size(RAFT_MESSAGE_BYTES_MAX),
+    );
     let router = grpc
         .into_axum_router()
         .merge(http::router(node))

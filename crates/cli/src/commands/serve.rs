@@ -5,6 +5,7 @@
 use crate::error::CliError;
 use crate::exit::Exit;
 use leasehold_server::{ServeConfig, ServeError};
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -21,6 +22,42 @@ pub struct ServeArgs {
     /// This node's Raft id (1 or higher).
     #[arg(long, default_value_t = 1)]
     pub node_id: u64,
+    /// Members of a new cluster, `ID=HOST:PORT,...`, the same on every node
+    /// (this node included). Used only on an empty data dir; without it a
+    /// node forms a one-member cluster.
+    #[arg(long, value_parser = parse_peers, value_name = "ID=ADDR,...")]
+    pub peers: Option<BTreeMap<u64, String>>,
+    /// Start without forming a cluster and wait to be added to one
+    /// (`leasehold member add ID ADDR` on the cluster).
+    #[arg(long, conflicts_with = "peers")]
+    pub join: bool,
+}
+
+/// Parses `--peers 1=127.0.0.1:7421,2=127.0.0.1:7422`.
+fn parse_peers(raw: &str) -> Result<BTreeMap<u64, String>, String> {
+    let mut peers = BTreeMap::new();
+    for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (id, addr) = entry
+            .split_once('=')
+            .ok_or_else(|| format!("{entry:?} is not ID=HOST:PORT"))?;
+        let id: u64 = id
+            .trim()
+            .parse()
+            .map_err(|_| format!("{entry:?}: the node id must be a number"))?;
+        let addr = addr.trim();
+        if id == 0 || addr.is_empty() || !addr.contains(':') {
+            return Err(format!(
+                "{entry:?}: node ids start at 1 and the address is HOST:PORT"
+            ));
+        }
+        if peers.insert(id, addr.to_owned()).is_some() {
+            return Err(format!("node {id} is listed twice"));
+        }
+    }
+    if peers.is_empty() {
+        return Err("no peers given".into());
+    }
+    Ok(peers)
 }
 
 /// Runs `serve`.
@@ -28,6 +65,8 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     init_logging();
     let mut config = ServeConfig::single_node(args.data_dir.clone(), args.listen);
     config.node_id = args.node_id;
+    config.peers = args.peers.clone().unwrap_or_default();
+    config.join = args.join;
     // If something already accepts on the address, the server's bind will
     // fail; do not mistake that other process for this server.
     let occupied = tokio::net::TcpStream::connect(loopback(args.listen))

@@ -2,7 +2,10 @@
 
 use super::Node;
 use leasehold_proto::v1::cluster_server::Cluster;
-use leasehold_proto::v1::{Member, StatusRequest, StatusResponse};
+use leasehold_proto::v1::{
+    AddMemberRequest, Member, MembershipResponse, RemoveMemberRequest, StatusRequest,
+    StatusResponse,
+};
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
@@ -37,6 +40,7 @@ impl Cluster for ClusterApi {
                     id: *id,
                     addr: node.addr.clone(),
                     voter: voters.contains(id),
+                    ..Member::default()
                 })
                 .collect::<Vec<_>>();
             (
@@ -70,6 +74,25 @@ impl Cluster for ClusterApi {
             version: env!("CARGO_PKG_VERSION").into(),
             snapshot_index,
             purged_index,
+            ..StatusResponse::default()
         }))
+    }
+
+    async fn add_member(
+        &self,
+        _request: Request<AddMemberRequest>,
+    ) -> Result<Response<MembershipResponse>, Status> {
+        Err(Status::unimplemented(
+            "membership changes are not built yet",
+        ))
+    }
+
+    async fn remove_member(
+        &self,
+        _request: Request<RemoveMemberRequest>,
+    ) -> Result<Response<MembershipResponse>, Status> {
+        Err(Status::unimplemented(
+            "membership changes are not built yet",
+        ))
     }
 }

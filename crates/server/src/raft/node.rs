@@ -1,5 +1,13 @@
-//! Starting Raft on this node: the validated openraft configuration, and the
-//! one-member initialization on first start.
+//! Starting Raft on this node: the validated openraft configuration, and
+//! forming the cluster on first start.
+//!
+//! Formation works like etcd's `--initial-cluster`: every node of a new
+//! cluster starts with the same member list (`--peers`) on an empty data
+//! dir and initializes Raft with it. openraft makes that safe when the
+//! lists agree (the first log entry is the same membership everywhere), so
+//! the cluster forms exactly once. A node whose data dir already holds a
+//! cluster ignores the list. A node started to *join* an existing cluster
+//! initializes nothing and waits to be added (`leasehold member add`).
 
 use super::network::Network;
 use super::types::Raft;
@@ -22,6 +30,9 @@ pub fn raft_config(snapshot_every_entries: u64) -> Result<Arc<Config>, ServeErro
         election_timeout_min: 500,
         election_timeout_max: 1_000,
         snapshot_policy: SnapshotPolicy::LogsSinceLast(snapshot_every_entries),
+        // Entries per AppendEntries: each is a batch of up to 4,096
+        // commands, so keep one message well under RAFT_MESSAGE_BYTES_MAX.
+        max_payload_entries: 32,
         max_in_snapshot_log_to_keep: LOG_KEPT_BEHIND_SNAPSHOT.min(snapshot_every_entries),
         ..Config::default()
     };
@@ -31,29 +42,61 @@ pub fn raft_config(snapshot_every_entries: u64) -> Result<Arc<Config>, ServeErro
     Ok(Arc::new(config))
 }
 
-/// Starts Raft for `node_id` on the given stores; on a fresh data dir,
-/// initializes a one-member cluster of this node at `addr`.
+/// How this node's Raft starts on an empty data dir.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Formation {
+    /// Form a cluster of these members (node id → address), together with
+    /// the other members started with the same list.
+    Initialize(BTreeMap<u64, String>),
+    /// Join an existing cluster: wait to be added as a member.
+    Join,
+}
+
+/// Starts Raft for `node_id` on the given stores; on an empty data dir,
+/// forms the cluster as `formation` says.
 pub async fn start(
     node_id: u64,
-    addr: String,
+    network: Network,
+    formation: Formation,
     snapshot_every_entries: u64,
     log_store: LogStore,
     state_machine: StateMachineStore,
 ) -> Result<Raft, ServeError> {
     let config = raft_config(snapshot_every_entries)?;
-    let raft = Raft::new(node_id, config, Network, log_store, state_machine)
+    let raft = Raft::new(node_id, config, network, log_store, state_machine)
         .await
         .map_err(|error| ServeError::Raft(error.to_string()))?;
     let initialized = raft
         .is_initialized()
         .await
         .map_err(|error| ServeError::Raft(error.to_string()))?;
-    if !initialized {
-        let members = BTreeMap::from([(node_id, BasicNode { addr })]);
-        raft.initialize(members)
-            .await
-            .map_err(|error| ServeError::Raft(format!("cannot initialize the cluster: {error}")))?;
-        tracing::info!(node_id, "initialized a one-member cluster");
+    match formation {
+        _ if initialized => {}
+        Formation::Join => {
+            tracing::info!(
+                node_id,
+                "waiting to be added to a cluster (leasehold member add)"
+            );
+        }
+        Formation::Initialize(members) => {
+            let size = members.len();
+            let members = members
+                .into_iter()
+                .map(|(id, addr)| (id, BasicNode { addr }))
+                .collect::<BTreeMap<_, _>>();
+            match raft.initialize(members).await {
+                Ok(()) => tracing::info!(node_id, size, "formed a cluster"),
+                // Another member's initialization reached us first.
+                Err(openraft::error::RaftError::APIError(
+                    openraft::error::InitializeError::NotAllowed(_),
+                )) => {}
+                Err(error) => {
+                    return Err(ServeError::Raft(format!(
+                        "cannot form the cluster: {error}"
+                    )))
+                }
+            }
+        }
     }
     Ok(raft)
 }
