@@ -91,10 +91,15 @@ impl Conn {
                 self.url = url;
                 self.current = usize::MAX;
             }
-            (Some("Unavailable"), _) | (None, tonic::Code::Unavailable) => {
-                // The server may be restarting, or gone: reconnect from the
-                // current endpoint on, so a dead one is skipped.
-                let start = self.current.min(self.urls.len() - 1);
+            (Some("Unavailable" | "NotLeader"), _) | (None, tonic::Code::Unavailable) => {
+                // The server may be restarting, gone, or a node that knows
+                // no leader (an election, or it was removed): go on to the
+                // next endpoint.
+                let start = if reason.as_deref() == Some("NotLeader") {
+                    (self.current.min(self.urls.len() - 1) + 1) % self.urls.len()
+                } else {
+                    self.current.min(self.urls.len() - 1)
+                };
                 let (current, channel) = connect_first(&self.urls, start, self.timeout).await?;
                 self.current = current;
                 self.url = self.urls[current].clone();

@@ -146,7 +146,9 @@ fn message(status: &tonic::Status, detail: Option<&ErrorDetail>) -> String {
     }
     if d.reason == "NotLeader" {
         if d.leader_addr.is_empty() {
-            text.push_str("; no leader is known: retry later or pass another --endpoints");
+            if !text.contains("leader is unknown") {
+                text.push_str("; no leader is known: retry later or pass another --endpoints");
+            }
         } else {
             text.push_str(&format!(
                 "; the leader is node {} at {}",

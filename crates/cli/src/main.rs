@@ -18,7 +18,7 @@ mod owner;
 mod supervise;
 
 use clap::{Parser, Subcommand};
-use commands::{acquire, get, lease, lock, ls, release, serve, status, Global};
+use commands::{acquire, get, lease, lock, ls, member, release, serve, status, Global};
 use error::CliError;
 use exit::Exit;
 use std::process::ExitCode;
@@ -54,6 +54,11 @@ enum Command {
     Ls(ls::LsArgs),
     /// Shows the cluster as the answering node sees it.
     Status(status::StatusArgs),
+    /// Adds, removes or lists the members of the cluster.
+    Member {
+        #[command(subcommand)]
+        cmd: member::MemberCmd,
+    },
     /// Measures throughput and latency against a server.
     Bench(bench::BenchArgs),
 }
@@ -109,6 +114,7 @@ async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
         Command::Get(args) => get::run(args, global).await,
         Command::Ls(args) => ls::run(args, global).await,
         Command::Status(args) => status::run(args, global).await,
+        Command::Member { cmd } => member::run(cmd, global).await,
         Command::Bench(args) => bench::run(args).await.map_err(CliError::from),
     }
 }

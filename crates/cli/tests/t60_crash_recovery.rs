@@ -137,7 +137,10 @@ async fn work(endpoint: String, id: usize, acks: Arc<AtomicUsize>) -> Worker {
 
 /// The holder of `name` after the restart (None: free or unknown).
 async fn holder(locks: &mut LockClient<Channel>, name: &str) -> Option<Holder> {
-    let request = GetLockRequest { name: name.into() };
+    let request = GetLockRequest {
+        name: name.into(),
+        stale: false,
+    };
     match tokio::time::timeout(RPC_TIMEOUT, locks.get(request))
         .await
         .expect("get timed out")

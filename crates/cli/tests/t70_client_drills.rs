@@ -33,7 +33,7 @@
 mod common;
 
 use common::drill::{boot_us, Line, Mode, Resource, Worker, WorkerSpec, WriteAttempt};
-use common::{wait_for, Server};
+use common::{phase, wait_for, Server};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -303,9 +303,4 @@ fn t70_server_down_is_lost_by_the_local_deadline() {
         margin.as_millis(),
     );
     eprintln!("measured: {}", lost.text);
-}
-
-/// Announces a phase of a drill.
-fn phase(what: &str) {
-    eprintln!("phase: {what}");
 }

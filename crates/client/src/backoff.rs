@@ -26,7 +26,9 @@ impl Default for BackoffPolicy {
     fn default() -> Self {
         BackoffPolicy {
             initial: Duration::from_millis(50),
-            max: Duration::from_secs(2),
+            // Short: a leader election takes 1–3 s, and a client that backed
+            // off to several seconds would come back long after it ended.
+            max: Duration::from_millis(500),
         }
     }
 }

@@ -5,6 +5,7 @@
 //! once. The caller builds the same request for every attempt (same request
 //! id), so a retry after a lost reply is answered with the first outcome.
 
+use crate::endpoints::Moved;
 use crate::error::{Error, Retry};
 use crate::Client;
 use std::future::Future;
@@ -41,9 +42,14 @@ impl Client {
                     Err(_) => (Error::Timeout { what, after: bound }, None),
                 };
             tracing::debug!(%error, url = %in_use.url, what, "call failed; failing over");
-            self.endpoints()
+            let moved = self
+                .endpoints()
                 .fail_over(in_use.generation, leader_addr.as_deref());
-            let delay = backoff.next_delay();
+            let delay = if moved == Moved::ToLeader {
+                Duration::ZERO
+            } else {
+                backoff.next_delay()
+            };
             if Instant::now() + delay >= give_up_at {
                 return Err(match error {
                     Error::Unavailable { message } => Error::Unavailable {

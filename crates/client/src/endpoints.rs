@@ -28,6 +28,19 @@ struct Current {
     channel: Channel,
     /// Bumped at every move.
     generation: u64,
+    /// The endpoint that last failed without naming a leader.
+    unreachable: Option<String>,
+}
+
+/// What [`Endpoints::fail_over`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Moved {
+    /// To the leader a follower named: retry at once.
+    ToLeader,
+    /// To the next endpoint: retry after a backoff.
+    ToNext,
+    /// Nothing: another call moved first (or the hint was unusable).
+    Already,
 }
 
 /// The endpoint a call should use.
@@ -72,6 +85,7 @@ impl Endpoints {
                         url: url.clone(),
                         channel,
                         generation: 0,
+                        unreachable: None,
                     };
                     return Ok(Endpoints {
                         urls,
@@ -100,30 +114,40 @@ impl Endpoints {
         }
     }
 
-    /// The endpoint of `generation` failed: move to `leader_addr` if given,
-    /// else to the next endpoint. A no-op if another call already moved.
-    /// The new channel connects lazily, on first use.
-    pub fn fail_over(&self, generation: u64, leader_addr: Option<&str>) {
+    /// The endpoint of `generation` failed: move to `leader_addr` if given
+    /// (and it is not the endpoint that last failed unreachable: followers
+    /// keep naming a dead leader until they elect a new one), else to the
+    /// next endpoint. A no-op if another call already moved. The new channel
+    /// connects lazily, on first use. Returns [`Moved::ToLeader`] when the
+    /// move follows a fresh hint, which is worth trying at once.
+    pub fn fail_over(&self, generation: u64, leader_addr: Option<&str>) -> Moved {
         let mut current = self.current.lock().expect("endpoints lock");
         if current.generation != generation {
-            return;
+            return Moved::Already;
         }
-        let (index, url) = match leader_addr {
-            Some(addr) => (current.index, normalize(addr)),
+        let hint = leader_addr
+            .map(normalize)
+            .filter(|url| current.unreachable.as_ref() != Some(url));
+        if leader_addr.is_none() {
+            current.unreachable = Some(current.url.clone());
+        }
+        let (index, url, moved) = match hint {
+            Some(url) => (current.index, url, Moved::ToLeader),
             None => {
                 let next = (current.index + 1) % self.urls.len();
-                (next, self.urls[next].clone())
+                (next, self.urls[next].clone(), Moved::ToNext)
             }
         };
         // Every listed URL was validated at connect; a leader address that
         // does not parse leaves the client where it is.
         let Ok(endpoint) = endpoint(&url, self.connect_timeout) else {
-            return;
+            return Moved::Already;
         };
         current.index = index;
         current.url = url;
         current.channel = endpoint.connect_lazy();
         current.generation += 1;
+        moved
     }
 }
 

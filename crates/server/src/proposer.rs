@@ -101,12 +101,18 @@ async fn run(raft: Raft, mut receiver: mpsc::Receiver<Proposal>) {
 
 fn classify(error: RaftError<u64, ClientWriteError<u64, openraft::BasicNode>>) -> ProposeError {
     match error {
-        RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => {
-            ProposeError::NotLeader {
-                leader: forward.leader_id,
-                leader_addr: forward.leader_node.map(|node| node.addr),
-            }
-        }
+        RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => forward.into(),
         other => ProposeError::Unavailable(other.to_string()),
+    }
+}
+
+/// The one mapping of openraft's "not the leader" (writes, reads and
+/// membership changes all meet it) to who the leader is.
+impl From<openraft::error::ForwardToLeader<u64, openraft::BasicNode>> for ProposeError {
+    fn from(forward: openraft::error::ForwardToLeader<u64, openraft::BasicNode>) -> ProposeError {
+        ProposeError::NotLeader {
+            leader: forward.leader_id,
+            leader_addr: forward.leader_node.map(|node| node.addr),
+        }
     }
 }

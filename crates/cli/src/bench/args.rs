@@ -29,6 +29,16 @@ impl Workload {
     }
 }
 
+/// The server the clients load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Target {
+    /// A Leasehold server or cluster.
+    Leasehold,
+    /// An etcd v3 cluster, for comparison: uncontended cycles are etcd's
+    /// `concurrency.Mutex` Lock + Unlock (see `bench/etcd`).
+    Etcd,
+}
+
 /// Benchmark a running server.
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
@@ -43,6 +53,10 @@ pub struct BenchArgs {
     /// What to measure.
     #[arg(long, value_enum)]
     pub workload: Workload,
+    /// The server to load; with `etcd`, --endpoints lists etcd client URLs
+    /// (uncontended and keepalive only; --transport is ignored).
+    #[arg(long, value_enum, default_value_t = Target::Leasehold)]
+    pub target: Target,
     /// Concurrent clients (one lease each).
     #[arg(long, value_name = "C")]
     pub clients: u32,

@@ -11,10 +11,12 @@
 //! responsibility a file: `args` (the flags), `plan` (their validation),
 //! `setup` (untimed connect, grant, renew, revoke, request ids), `transport`
 //! (unary or session calls), `uncontended` / `contended` / `keepalive` (the
-//! workloads) and `stats` (histograms and the report).
+//! workloads) and `stats` (histograms and the report). `etcd` runs the same
+//! workloads against etcd, for comparison (`--target etcd`).
 
 mod args;
 mod contended;
+mod etcd;
 mod keepalive;
 mod plan;
 mod setup;
@@ -45,6 +47,9 @@ const ERROR_BACKOFF: Duration = Duration::from_millis(10);
 
 /// Runs the benchmark and prints its report.
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if args.target == args::Target::Etcd {
+        return etcd::run(&args).await;
+    }
     let plan = Plan::new(&args)?;
     let endpoint = pick_endpoint(&plan.endpoints).await?;
     let channels = connect(&endpoint, plan.connections).await?;

@@ -1,4 +1,5 @@
-//! `leasehold get NAME`: describes one lock (linearizable read): holder,
+//! `leasehold get NAME`: describes one lock (linearizable read; with
+//! `--stale`, any node's applied state, which may be behind): holder,
 //! owner, time left on the holder's lease, and the waiters in queue order.
 
 use super::{revision, Global};
@@ -17,6 +18,10 @@ pub struct GetArgs {
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
+    /// Answer from the node reached, without a read barrier: any node
+    /// answers (no leader needed), but the answer may be behind the leader's.
+    #[arg(long)]
+    pub stale: bool,
 }
 
 /// Runs `get`.
@@ -24,6 +29,7 @@ pub async fn run(args: GetArgs, global: &Global) -> Result<(), CliError> {
     let mut conn = global.connect().await?;
     let request = GetLockRequest {
         name: args.name.clone(),
+        stale: args.stale,
     };
     let reply = conn
         .call(Duration::ZERO, |ch| {

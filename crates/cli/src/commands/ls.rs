@@ -1,5 +1,6 @@
-//! `leasehold ls [PREFIX]`: lists locks by name prefix (linearizable read)
-//! as an aligned table, or one JSON array.
+//! `leasehold ls [PREFIX]`: lists locks by name prefix (linearizable read;
+//! with `--stale`, any node's applied state, which may be behind) as an
+//! aligned table, or one JSON array.
 
 use super::Global;
 use crate::error::CliError;
@@ -18,6 +19,10 @@ pub struct LsArgs {
     /// Print one JSON document (an array of locks).
     #[arg(long)]
     pub json: bool,
+    /// Answer from the node reached, without a read barrier: any node
+    /// answers (no leader needed), but the answer may be behind the leader's.
+    #[arg(long)]
+    pub stale: bool,
 }
 
 /// Runs `ls`.
@@ -26,6 +31,7 @@ pub async fn run(args: LsArgs, global: &Global) -> Result<(), CliError> {
     let request = ListLocksRequest {
         prefix: args.prefix.clone(),
         limit: 0,
+        stale: args.stale,
     };
     let reply = conn
         .call(Duration::ZERO, |ch| {

@@ -7,6 +7,7 @@ pub mod get;
 pub mod lease;
 pub mod lock;
 pub mod ls;
+pub mod member;
 pub mod release;
 pub mod serve;
 pub mod status;

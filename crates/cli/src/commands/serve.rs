@@ -31,6 +31,11 @@ pub struct ServeArgs {
     /// (`leasehold member add ID ADDR` on the cluster).
     #[arg(long, conflicts_with = "peers")]
     pub join: bool,
+    /// Log entries between snapshots (default 20000). Hidden: tests lower it
+    /// (also through the environment, for nodes a shared harness starts) so
+    /// that a new member must catch up by snapshot.
+    #[arg(long, hide = true, env = "LEASEHOLD_SNAPSHOT_EVERY", value_name = "N")]
+    pub snapshot_every: Option<u64>,
 }
 
 /// Parses `--peers 1=127.0.0.1:7421,2=127.0.0.1:7422`.
@@ -67,6 +72,9 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     config.node_id = args.node_id;
     config.peers = args.peers.clone().unwrap_or_default();
     config.join = args.join;
+    if let Some(entries) = args.snapshot_every {
+        config.snapshot_every_entries = entries;
+    }
     // If something already accepts on the address, the server's bind will
     // fail; do not mistake that other process for this server.
     let occupied = tokio::net::TcpStream::connect(loopback(args.listen))

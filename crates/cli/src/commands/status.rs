@@ -1,13 +1,13 @@
 //! `leasehold status`: the answering node's view of the cluster: its id, the
-//! leader, term, revision, applied index and members.
+//! leader, term, revision, its commit, applied and last log index, its
+//! snapshot, and every member with its role (and, when the answering node
+//! leads, how far the log reached each member and how far behind it is).
 
+use super::member::{member_rows, members_json, status_of};
 use super::{revision, Global};
 use crate::error::CliError;
 use crate::output::{print_json, table};
-use leasehold_proto::v1::cluster_client::ClusterClient;
-use leasehold_proto::v1::StatusRequest;
 use serde_json::json;
-use std::time::Duration;
 
 /// `leasehold status`
 #[derive(clap::Args, Debug)]
@@ -20,26 +20,23 @@ pub struct StatusArgs {
 /// Runs `status`.
 pub async fn run(args: StatusArgs, global: &Global) -> Result<(), CliError> {
     let mut conn = global.connect().await?;
-    let s = conn
-        .call(Duration::ZERO, |ch| async move {
-            ClusterClient::new(ch).status(StatusRequest {}).await
-        })
-        .await?;
+    let s = status_of(&mut conn).await?;
     let header_revision = revision(s.header.as_ref());
+    // Only the leader tracks how far the log reached each member.
+    let leader_view = s.state == "Leader";
     if args.json {
-        let members: Vec<_> = s
-            .members
-            .iter()
-            .map(|m| json!({ "id": m.id, "addr": m.addr, "voter": m.voter }))
-            .collect();
         print_json(&json!({
             "node_id": s.node_id,
             "leader": s.leader,
             "term": s.term,
             "revision": s.revision.max(header_revision),
+            "commit_index": s.commit_index,
             "applied_index": s.applied_index,
+            "last_log_index": s.last_log_index,
+            "snapshot_index": s.snapshot_index,
+            "purged_index": s.purged_index,
             "state": s.state,
-            "members": members,
+            "members": members_json(&s.members, leader_view),
             "leases": s.leases,
             "locks": s.locks,
             "version": s.version,
@@ -53,32 +50,20 @@ pub async fn run(args: StatusArgs, global: &Global) -> Result<(), CliError> {
         s.leader.to_string()
     };
     println!(
-        "node {} ({}), leader {leader}, term {}, revision {}, applied index {}",
+        "node {} ({}), leader {leader}, term {}, revision {}",
         s.node_id,
         s.state,
         s.term,
         s.revision.max(header_revision),
-        s.applied_index
+    );
+    println!(
+        "commit index {}, applied index {}, last log index {}, snapshot index {}",
+        s.commit_index, s.applied_index, s.last_log_index, s.snapshot_index
     );
     println!(
         "{} leases, {} locks, version {}",
         s.leases, s.locks, s.version
     );
-    let mut rows = vec![vec![
-        "MEMBER".to_owned(),
-        "ADDR".to_owned(),
-        "ROLE".to_owned(),
-    ]];
-    for m in &s.members {
-        let role = if m.id == s.leader {
-            "leader"
-        } else if m.voter {
-            "voter"
-        } else {
-            "learner"
-        };
-        rows.push(vec![m.id.to_string(), m.addr.clone(), role.to_owned()]);
-    }
-    print!("{}", table(&rows));
+    print!("{}", table(&member_rows(&s.members, leader_view)));
     Ok(())
 }

@@ -7,6 +7,7 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod drill;
 pub mod drill_worker;
 
@@ -42,6 +43,18 @@ pub fn wait_for<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Optio
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Announces a test phase in the output (read with the logs on failure).
+pub fn phase(what: &str) {
+    eprintln!("phase: {what}");
+}
+
+/// The number `key` of a JSON object, or a panic naming what is missing.
+pub fn u64_of(value: &Value, key: &str) -> u64 {
+    value[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no number {key} in {value}"))
 }
 
 /// One finished CLI invocation.

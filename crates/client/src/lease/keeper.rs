@@ -20,12 +20,14 @@ use super::reconcile;
 use super::state::LeaseState;
 use super::timing::LeaseTiming;
 use crate::clock::{sleep_until, BootInstant};
+use crate::endpoints::Moved;
 use crate::error::{Error, Retry};
 use crate::loss::LossCause;
 use crate::{metrics, Client};
 use leasehold_proto::v1::lease_client::LeaseClient;
 use leasehold_proto::v1::{KeepAliveRequest, KeepAliveResponse, RevokeRequest};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
@@ -85,7 +87,7 @@ async fn run(client: Client, state: Arc<LeaseState>, timing: LeaseTiming, stop: 
                 if renewed {
                     backoff.reset();
                 }
-                client
+                let moved = client
                     .endpoints()
                     .fail_over(generation, leader_addr.as_deref());
                 reopened = true;
@@ -93,7 +95,12 @@ async fn run(client: Client, state: Arc<LeaseState>, timing: LeaseTiming, stop: 
                 // holding locks for us that no guard knows of: reconcile
                 // after the next acknowledged renewal (see `reconcile`).
                 state.want_reconcile();
-                let pause = backoff.next_delay();
+                // A follower named the leader: go there at once.
+                let pause = if moved == Moved::ToLeader {
+                    Duration::ZERO
+                } else {
+                    backoff.next_delay()
+                };
                 tokio::select! {
                     biased;
                     () = stop.cancelled() => return stopped(&client, &state).await,

@@ -128,7 +128,10 @@ impl TestServer {
         let found = self
             .locks()
             .await
-            .get(GetLockRequest { name: name.into() })
+            .get(GetLockRequest {
+                name: name.into(),
+                stale: false,
+            })
             .await;
         match found {
             Ok(reply) => Some(reply.into_inner().lock.expect("lock info")),

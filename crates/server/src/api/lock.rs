@@ -83,7 +83,10 @@ impl Lock for LockApi {
         request: Request<GetLockRequest>,
     ) -> Result<Response<GetLockResponse>, Status> {
         let name = LockName::parse(&request.get_ref().name).map_err(ApiError::from)?;
-        self.node.read_barrier().await?;
+        // A stale read answers from this node's applied state: may be behind.
+        if !request.get_ref().stale {
+            self.node.read_barrier().await?;
+        }
         let found = self.node.state.read(|state| {
             let lock = state
                 .lock(&name)
@@ -112,7 +115,10 @@ impl Lock for LockApi {
             0 => limits::LIST_LOCKS_MAX,
             n => n.min(limits::LIST_LOCKS_MAX),
         };
-        self.node.read_barrier().await?;
+        // A stale read answers from this node's applied state: may be behind.
+        if !request.stale {
+            self.node.read_barrier().await?;
+        }
         let (locks, truncated, revision) = self.node.state.read(|state| {
             let mut matching = state.locks_with_prefix(&request.prefix);
             let locks: Vec<_> = matching

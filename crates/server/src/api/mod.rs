@@ -69,10 +69,7 @@ impl Node {
             .ensure_linearizable()
             .await
             .map_err(|error| match error.forward_to_leader() {
-                Some(forward) => ApiError::NotLeader {
-                    leader: forward.leader_id,
-                    leader_addr: forward.leader_node.as_ref().map(|n| n.addr.clone()),
-                },
+                Some(forward) => crate::proposer::ProposeError::from(forward.clone()).into(),
                 None => ApiError::Unavailable(error.to_string()),
             })?;
         Ok(())

@@ -181,7 +181,10 @@ pub async fn lock_info_opt(server: &TestServer, name: &str) -> Option<LockInfo> 
     let found = server
         .locks()
         .await
-        .get(GetLockRequest { name: name.into() })
+        .get(GetLockRequest {
+            name: name.into(),
+            stale: false,
+        })
         .await;
     match found {
         Ok(reply) => Some(reply.into_inner().lock.expect("lock info")),

@@ -1,0 +1,146 @@
+//! Asking a node for its status before it is added, so that a node that is
+//! not running fails at once (not after
+//! [`LEARNER_CATCH_UP_MAX`](super::membership::LEARNER_CATCH_UP_MAX)), and a
+//! wrong id or a node of another cluster is refused: Raft would otherwise
+//! count one process twice (two ids at one address), or overwrite another
+//! cluster's data.
+
+use super::membership::Members;
+use crate::api::ApiError;
+use leasehold_proto::v1::cluster_client::ClusterClient;
+use leasehold_proto::v1::{StatusRequest, StatusResponse};
+use std::time::Duration;
+use tonic::transport::Endpoint;
+
+/// Bound on asking a node to be added for its status.
+const PROBE_MAX: Duration = Duration::from_secs(2);
+
+/// Asks the node at `addr` for its status, within [`PROBE_MAX`], and checks
+/// that it is node `id` and free to join `ours`.
+pub async fn probe(ours: &Members, id: u64, addr: &str) -> Result<(), ApiError> {
+    let asked = tokio::time::timeout(PROBE_MAX, async {
+        let channel = Endpoint::from_shared(format!("http://{addr}"))
+            .map_err(|error| innermost(&error))?
+            .connect_timeout(PROBE_MAX)
+            .connect()
+            .await
+            .map_err(|error| innermost(&error))?;
+        ClusterClient::new(channel)
+            .status(StatusRequest {})
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|status| status.message().to_owned())
+    })
+    .await
+    .unwrap_or_else(|_| Err(format!("no answer within {} ms", PROBE_MAX.as_millis())));
+    let status = asked.map_err(|why| {
+        ApiError::invalid(
+            "addr",
+            format!(
+                "no leasehold node answers at {addr} ({why}); start it first with \
+                 `leasehold serve --join --node-id {id} --listen {addr}`"
+            ),
+        )
+    })?;
+    check_probed(&status, ours, id, addr)
+}
+
+/// The innermost cause's text ("Connection refused (os error 111)"), not
+/// tonic's bare "transport error".
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
+/// Judges a probed node's own status: it must be node `id`, and either in no
+/// cluster yet or in this one (a learner added again, a removed member
+/// coming back): its members share a node (id and address) with `ours`.
+/// Ids alone would not tell two clusters apart: both likely have a node 1.
+fn check_probed(
+    status: &StatusResponse,
+    ours: &Members,
+    id: u64,
+    addr: &str,
+) -> Result<(), ApiError> {
+    if status.node_id != id {
+        return Err(ApiError::invalid(
+            "id",
+            format!(
+                "the node at {addr} is node {}, not node {id}",
+                status.node_id
+            ),
+        ));
+    }
+    let knows_us = status.members.iter().any(|member| {
+        ours.get_node(&member.id)
+            .is_some_and(|node| node.addr == member.addr)
+    });
+    if !status.members.is_empty() && !knows_us {
+        let theirs: Vec<String> = status.members.iter().map(|m| m.id.to_string()).collect();
+        return Err(ApiError::invalid(
+            "addr",
+            format!(
+                "node {id} at {addr} belongs to another cluster (members {}); start it \
+                 on an empty data dir with --join",
+                theirs.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::{BasicNode, Membership};
+    use std::collections::BTreeMap;
+    use tonic::{Code, Status};
+
+    fn members(voters: &[u64]) -> Members {
+        let nodes = voters
+            .iter()
+            .map(|&id| (id, BasicNode::new(format!("10.0.0.{id}:7420"))))
+            .collect::<BTreeMap<_, _>>();
+        Membership::new(vec![voters.iter().copied().collect()], nodes)
+    }
+
+    fn reason(error: ApiError) -> (Code, String) {
+        let status = Status::from(error);
+        (status.code(), status.message().to_owned())
+    }
+
+    #[test]
+    fn a_probed_node_must_be_the_one_named_and_in_no_other_cluster() {
+        let ours = members(&[1, 2, 3]);
+        let member = |id, addr: &str| leasehold_proto::v1::Member {
+            id,
+            addr: addr.into(),
+            ..Default::default()
+        };
+        let fresh = StatusResponse {
+            node_id: 4,
+            ..Default::default()
+        };
+        assert!(check_probed(&fresh, &ours, 4, "h:4").is_ok());
+        let (code, message) = reason(check_probed(&fresh, &ours, 5, "h:4").unwrap_err());
+        assert_eq!(code, Code::InvalidArgument);
+        assert!(message.contains("is node 4, not node 5"), "{message}");
+        let removed_earlier = StatusResponse {
+            members: vec![member(2, "10.0.0.2:7420"), member(4, "h:4")],
+            ..fresh.clone()
+        };
+        assert!(check_probed(&removed_earlier, &ours, 4, "h:4").is_ok());
+        let same_ids_elsewhere = StatusResponse {
+            members: vec![member(1, "10.9.0.1:7420"), member(4, "h:4")],
+            ..fresh
+        };
+        let (_, message) = reason(check_probed(&same_ids_elsewhere, &ours, 4, "h:4").unwrap_err());
+        assert!(
+            message.contains("another cluster (members 1, 4)"),
+            "{message}"
+        );
+    }
+}
