@@ -129,6 +129,13 @@ fn message(status: &tonic::Status, detail: Option<&ErrorDetail>) -> String {
             ));
         }
     }
+    if d.reason == "StaleToken" && d.highest_token != 0 && !mentions_number(&text, d.highest_token)
+    {
+        text.push_str(&format!(
+            " (the key's highest token is {})",
+            d.highest_token
+        ));
+    }
     let missing: Vec<&str> = d
         .nearby
         .iter()
@@ -185,6 +192,7 @@ mod tests {
             ("NoSuchLock", Exit::Ownership),
             ("LeaseNotFound", Exit::Ownership),
             ("LeaseExpired", Exit::Ownership),
+            ("StaleToken", Exit::Ownership),
             ("NotLeader", Exit::Unavailable),
             ("Unavailable", Exit::Unavailable),
             ("Internal", Exit::Other),
@@ -195,6 +203,30 @@ mod tests {
         }
         let refused = tonic::Status::unavailable("connection refused");
         assert_eq!(CliError::from_status(&refused).exit, Exit::Unavailable);
+    }
+
+    #[test]
+    fn stale_token_message_names_the_highest_token() {
+        let d = ErrorDetail {
+            highest_token: 77,
+            ..Default::default()
+        };
+        let s = status(
+            "StaleToken",
+            d.clone(),
+            tonic::Code::FailedPrecondition,
+            "stale token 5",
+        );
+        let error = CliError::from_status(&s);
+        assert_eq!(error.exit, Exit::Ownership);
+        assert!(
+            error.message.ends_with("highest token is 77)"),
+            "{}",
+            error.message
+        );
+        let said = "stale token 5 for fenced key \"k\": the key was written with token 77";
+        let s = status("StaleToken", d, tonic::Code::FailedPrecondition, said);
+        assert_eq!(CliError::from_status(&s).message, said);
     }
 
     #[test]

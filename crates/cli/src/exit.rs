@@ -15,7 +15,7 @@ pub enum Exit {
     /// 3: the lock is busy (`Busy`) or the wait for it timed out (`WaitTimeout`).
     Busy = 3,
     /// 4: ownership error: `NotHolder`, `NoSuchLock`, `LeaseNotFound`,
-    /// `LeaseExpired` (and, later, `StaleToken`). Retrying the same request
+    /// `LeaseExpired`, `StaleToken` (fenced store). Retrying the same request
     /// will not help; the caller's idea of who holds what is wrong.
     Ownership = 4,
     /// 5: the service is unavailable: no endpoint reachable, `Unavailable`,

@@ -18,7 +18,7 @@ mod owner;
 mod supervise;
 
 use clap::{Parser, Subcommand};
-use commands::{acquire, get, lease, lock, ls, member, release, serve, status, Global};
+use commands::{acquire, fenced, get, lease, lock, ls, member, release, serve, status, Global};
 use error::CliError;
 use exit::Exit;
 use std::process::ExitCode;
@@ -52,6 +52,11 @@ enum Command {
     Get(get::GetArgs),
     /// Lists locks by name prefix.
     Ls(ls::LsArgs),
+    /// Writes (as a lock's holder) or reads the built-in fenced store.
+    Fenced {
+        #[command(subcommand)]
+        cmd: fenced::FencedCmd,
+    },
     /// Shows the cluster as the answering node sees it.
     Status(status::StatusArgs),
     /// Adds, removes or lists the members of the cluster.
@@ -113,6 +118,7 @@ async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
         Command::Release(args) => release::run(args, global).await,
         Command::Get(args) => get::run(args, global).await,
         Command::Ls(args) => ls::run(args, global).await,
+        Command::Fenced { cmd } => fenced::run(cmd, global).await,
         Command::Status(args) => status::run(args, global).await,
         Command::Member { cmd } => member::run(cmd, global).await,
         Command::Bench(args) => bench::run(args).await.map_err(CliError::from),

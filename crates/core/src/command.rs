@@ -2,7 +2,7 @@
 //! (`validate`), proposed through the replicated log, and applied identically
 //! on every replica by [`crate::State::apply`].
 
-use crate::{limits, LeaseId, LockError, LockName, RequestId, Token};
+use crate::{limits, FencedKey, LeaseId, LockError, LockName, RequestId, Token};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -111,6 +111,16 @@ pub enum Command {
     EndLockDelay { name: LockName, token: Token },
     /// Leader timer: the holder with `token` exceeded its `max_hold_ms`.
     EndHold { name: LockName, token: Token },
+    /// Write `value` under `key` in the fenced store, on behalf of the holder
+    /// of `lock` with `token`. Accepted only if `token` is the lock's current
+    /// holder token and at least the highest token that wrote `key`.
+    FencedPut {
+        lock: LockName,
+        token: Token,
+        key: FencedKey,
+        value: Vec<u8>,
+        request_id: Option<RequestId>,
+    },
 }
 
 impl Command {
@@ -122,6 +132,7 @@ impl Command {
                 owner.validate()
             }
             Command::Acquire(acquire) => acquire.validate(),
+            Command::FencedPut { value, .. } => crate::fenced::check_fenced_value(value),
             _ => Ok(()),
         }
     }

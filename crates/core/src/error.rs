@@ -1,7 +1,7 @@
 //! The core's typed errors. The server maps each variant to a gRPC status and
 //! a machine-readable reason in one place; the wording here is what users read.
 
-use crate::{LeaseId, LockName, Token};
+use crate::{FencedKey, LeaseId, LockName, Token};
 use serde::{Deserialize, Serialize};
 
 /// Why a command was refused. Every variant says what happened and carries
@@ -14,11 +14,13 @@ pub enum LockError {
     /// The lease expired (its holder stopped renewing it within its ttl).
     #[error("lease {lease} expired: its locks were released; grant a new lease")]
     LeaseExpired { lease: LeaseId },
-    /// Release or keep-alive by someone who does not hold the lock under that token.
-    #[error("lock {name} is not held by lease {lease} with token {token}; {}", holder_hint(.holder_token))]
+    /// Release, keep-alive or fenced put by someone who does not hold the
+    /// lock under that token.
+    #[error("lock {name} is not held {}with token {token}; {}", lease_hint(.lease), holder_hint(.holder_token))]
     NotHolder {
         name: LockName,
-        lease: LeaseId,
+        /// The lease the caller named (a fenced put names none).
+        lease: Option<LeaseId>,
         token: Token,
         /// The token of the lock's current holder, if the lock is held.
         holder_token: Option<Token>,
@@ -47,6 +49,16 @@ pub enum LockError {
         max: u64,
         what: String,
     },
+    /// A fenced-store write whose token is below the highest token that has
+    /// already written the key: a newer holder has written since.
+    #[error("stale token {presented} for fenced key \"{key}\": the key was written with token {highest}; this writer's lock has passed to a newer holder, so stop writing")]
+    StaleToken {
+        key: FencedKey,
+        /// The token the writer presented.
+        presented: Token,
+        /// The highest token that has written the key.
+        highest: Token,
+    },
 }
 
 impl LockError {
@@ -73,6 +85,13 @@ fn nearby_hint(nearby: &[String]) -> String {
         String::new()
     } else {
         format!("; did you mean {}?", nearby.join(", "))
+    }
+}
+
+fn lease_hint(lease: &Option<LeaseId>) -> String {
+    match lease {
+        Some(lease) => format!("by lease {lease} "),
+        None => String::new(),
     }
 }
 

@@ -10,7 +10,9 @@
 //!
 //! Layout: [`command`] (what may change), [`outcome`] (what a change
 //! produced), [`State`] (the tables and `apply`), [`LockName`] (the one way to
-//! build a name), [`limits`] (every bound, by name), [`LockError`].
+//! build a name), [`FencedKey`] and [`FencedEntry`] (the fenced store, a
+//! key space written only by a lock's current holder), [`limits`] (every
+//! bound, by name), [`LockError`].
 //!
 //! ```
 //! use leasehold_core::{Command, OwnerInfo, Reply, State};
@@ -27,6 +29,7 @@
 pub mod command;
 mod dedup;
 mod error;
+mod fenced;
 mod ids;
 mod lease;
 pub mod limits;
@@ -38,6 +41,7 @@ mod state;
 
 pub use command::{Acquire, Command, OwnerInfo};
 pub use error::LockError;
+pub use fenced::{check_fenced_value, FencedEntry, FencedKey};
 pub use ids::{LeaseId, RequestId, Revision, Token};
 pub use lease::Lease;
 pub use lock::{Holder, Lock, LockDelay, Waiter};

@@ -49,3 +49,23 @@ pub const CONNECTIONS_MAX: usize = 4_096;
 pub const STREAMS_PER_CONNECTION_MAX: u32 = 1_024;
 /// Locks returned by one List call.
 pub const LIST_LOCKS_MAX: usize = 10_000;
+/// Longest fenced-store key, in bytes (same rules as lock names).
+pub const FENCED_KEY_BYTES_MAX: usize = 512;
+/// Largest fenced-store value, in bytes: a request must also carry the key,
+/// the lock name, a request id and the framing, so the value gets
+/// `REQUEST_BYTES_MAX` minus 4 KiB of headroom.
+pub const FENCED_VALUE_BYTES_MAX: usize = REQUEST_BYTES_MAX - 4 * 1024;
+/// Keys in the fenced store.
+pub const FENCED_KEYS_MAX: usize = 100_000;
+/// Bytes of all fenced-store keys plus values. The store lives in memory
+/// and in every snapshot; `FENCED_KEYS_MAX` full-size values would be
+/// about 6 GiB, so the total has its own, smaller bound.
+pub const FENCED_STORE_BYTES_MAX: usize = 64 * 1024 * 1024;
+
+// A put of the largest key and value under the longest lock name and
+// request id fits in one request, with room for tags, lengths and the token.
+const _: () = assert!(
+    FENCED_VALUE_BYTES_MAX + FENCED_KEY_BYTES_MAX + NAME_BYTES_MAX + REQUEST_ID_BYTES_MAX + 64
+        <= REQUEST_BYTES_MAX
+);
+const _: () = assert!(FENCED_KEY_BYTES_MAX + FENCED_VALUE_BYTES_MAX <= FENCED_STORE_BYTES_MAX);

@@ -13,25 +13,7 @@ pub struct LockName(String);
 impl LockName {
     /// Validates `raw` as a lock name. The error names the field `name` and the limit.
     pub fn parse(raw: &str) -> Result<LockName, LockError> {
-        if raw.is_empty() {
-            return Err(LockError::invalid("name", "must not be empty"));
-        }
-        if raw.len() > limits::NAME_BYTES_MAX {
-            return Err(LockError::invalid(
-                "name",
-                format!(
-                    "is {} bytes; the limit NAME_BYTES_MAX is {}",
-                    raw.len(),
-                    limits::NAME_BYTES_MAX
-                ),
-            ));
-        }
-        if let Some(c) = raw.chars().find(|c| c.is_control()) {
-            return Err(LockError::invalid(
-                "name",
-                format!("contains the control character U+{:04X}", c as u32),
-            ));
-        }
+        check_name_text("name", raw, limits::NAME_BYTES_MAX, "NAME_BYTES_MAX")?;
         Ok(LockName(raw.to_owned()))
     }
 
@@ -67,6 +49,33 @@ impl LockName {
     pub fn namespace(&self) -> &str {
         self.0.split('/').next().unwrap_or(&self.0)
     }
+}
+
+/// The rules every name-like text follows (lock names, fenced-store keys):
+/// non-empty, at most `max` bytes (the limit `limit`), no control
+/// characters. The error names `field` and the limit.
+pub(crate) fn check_name_text(
+    field: &str,
+    raw: &str,
+    max: usize,
+    limit: &str,
+) -> Result<(), LockError> {
+    if raw.is_empty() {
+        return Err(LockError::invalid(field, "must not be empty"));
+    }
+    if raw.len() > max {
+        return Err(LockError::invalid(
+            field,
+            format!("is {} bytes; the limit {limit} is {max}", raw.len()),
+        ));
+    }
+    if let Some(c) = raw.chars().find(|c| c.is_control()) {
+        return Err(LockError::invalid(
+            field,
+            format!("contains the control character U+{:04X}", c as u32),
+        ));
+    }
+    Ok(())
 }
 
 /// A namespace or part must be a non-empty segment without `/`.

@@ -43,6 +43,8 @@ pub enum Reply {
     WaitEnded { holder_token: Option<Token> },
     /// A timer command applied (or found nothing left to do).
     TimerApplied,
+    /// A fenced put was accepted: the key now holds the value under `token`.
+    FencedStored { token: Token },
 }
 
 /// Why a holder stopped holding a lock.

@@ -1,20 +1,25 @@
 //! The replicated state and `apply`.
 //!
-//! `State` owns every table (leases, locks, idempotency and diagnostic
-//! memories) and the revision. `apply` is the only mutator: it dispatches a
-//! command to the lease or lock half (`state/leases.rs`, `state/locks.rs`) and
-//! returns what happened as data. Everything is ordered (`BTreeMap`,
-//! `VecDeque`), so every replica that applies the same commands reaches the
-//! same state and produces the same [`Applied`] list.
+//! `State` owns every table (leases, locks, the fenced store, idempotency
+//! and diagnostic memories) and the revision. `apply` is the only mutator: it
+//! dispatches a command to the lease, lock or fenced-store half
+//! (`state/leases.rs`, `state/locks.rs`, `state/fenced.rs`) and returns what
+//! happened as data. Everything is ordered (`BTreeMap`, `VecDeque`), so every
+//! replica that applies the same commands reaches the same state and
+//! produces the same [`Applied`] list.
 //!
-//! Revision rule: a command that changes lease or lock tables bumps the
-//! revision exactly once, before any grant, so every grant of that command
-//! gets `token == revision`. Keep-alives, errors and no-op timers do not bump.
+//! Revision rule: a command that changes lease or lock tables, or writes the
+//! fenced store, bumps the revision exactly once, before any grant, so every
+//! grant of that command gets `token == revision`. Keep-alives, errors and
+//! no-op timers do not bump.
 
+mod fenced;
 mod leases;
 mod locks;
 #[cfg(test)]
 mod test_support;
+#[cfg(test)]
+mod tests_fenced;
 #[cfg(test)]
 mod tests_leases;
 #[cfg(test)]
@@ -22,6 +27,7 @@ mod tests_locks;
 #[cfg(test)]
 mod tests_timers;
 
+use crate::fenced::FencedStore;
 use crate::{
     limits, Applied, Command, Lease, LeaseId, Lock, LockError, LockName, Outcome, Reply, RequestId,
     Revision, Token,
@@ -45,7 +51,7 @@ pub struct FailedRelease {
     pub error: String,
 }
 
-/// All leases and locks, and the revision.
+/// All leases, locks and fenced-store keys, and the revision.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct State {
     /// Strictly increasing; the source of lease ids and fencing tokens.
@@ -69,6 +75,9 @@ pub struct State {
     /// with their outcome: the lease (and its dedup memory) is gone, yet a
     /// retried revoke whose first reply was lost must hear the same answer.
     revocations: VecDeque<(LeaseId, RequestId, crate::Reply)>,
+    /// The fenced store: key → (value, highest token, lock). Bounded by
+    /// `FENCED_KEYS_MAX` and `FENCED_STORE_BYTES_MAX`; part of every snapshot.
+    fenced: FencedStore,
 }
 
 impl State {
@@ -108,9 +117,17 @@ impl State {
             Command::EndHold { name, token } => {
                 Ok(self.end_hold(&name, token, at_unix_ms, &mut effects))
             }
+            Command::FencedPut {
+                lock,
+                token,
+                key,
+                value,
+                request_id,
+            } => self.fenced_put(lock, token, key, value, request_id),
         };
         // Negative space: the revision moves by at most one per command, and
-        // a command that produced no lease or lock change left it alone.
+        // a command that produced no lease, lock or fenced-store change left
+        // it alone.
         assert!(self.revision.0 - revision_before.0 <= 1);
         assert!(outcome.is_ok() || self.revision == revision_before);
         Applied {
@@ -293,6 +310,6 @@ impl State {
                 }
             }
         }
-        Ok(())
+        self.check_fenced()
     }
 }

@@ -1,23 +1,26 @@
 //! Property tests of the core's guarantees over random command sequences in a
-//! small universe (4 lease slots, 3 lock names), so that collisions —
-//! contention, queues, expiry of holders and waiters, stale tokens — are
-//! common. Each step is checked against a model kept by the test from the
+//! small universe (4 lease slots, 3 lock names, 2 fenced-store keys), so
+//! that collisions — contention, queues, expiry of holders and waiters,
+//! stale tokens, fenced writes across holders — are common. Each step is checked against a model kept by the test from the
 //! replies and effects, not against the state's own bookkeeping alone.
 
 mod support;
 
-use leasehold_core::{Applied, Command, Effect, LeaseId, Lock, LockName, Reply, State, Token};
+use leasehold_core::{
+    Applied, Command, Effect, FencedEntry, FencedKey, LeaseId, Lock, LockError, LockName, Reply,
+    State, Token,
+};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use support::{op, to_command, Op, SLOTS};
 
 /// Each lease's id with the locks it holds and waits for.
 type LeaseView = (LeaseId, Vec<LockName>, Vec<LockName>);
-/// Locks, and what each live lease holds and waits for.
-type CoreView = (Vec<Lock>, Vec<LeaseView>);
+/// Locks, what each live lease holds and waits for, and the fenced store.
+type CoreView = (Vec<Lock>, Vec<LeaseView>, Vec<(FencedKey, FencedEntry)>);
 
-/// The part of the state whose change must bump the revision: locks, and
-/// which leases exist with what they hold and wait for.
+/// The part of the state whose change must bump the revision: locks,
+/// which leases exist with what they hold and wait for, and the fenced store.
 fn core_view(state: &State) -> CoreView {
     let locks = state.locks().cloned().collect();
     let leases = state
@@ -30,7 +33,11 @@ fn core_view(state: &State) -> CoreView {
             )
         })
         .collect();
-    (locks, leases)
+    let fenced = state
+        .fenced_entries()
+        .map(|(k, e)| (k.clone(), e.clone()))
+        .collect();
+    (locks, leases, fenced)
 }
 
 /// What the test tracks across the run, from replies and effects only.
@@ -40,6 +47,8 @@ struct Model {
     last_token: BTreeMap<LockName, Token>,
     /// Queue order per lock, built from `Queued` replies.
     queues: BTreeMap<LockName, VecDeque<LeaseId>>,
+    /// Highest token accepted per fenced-store key, from `FencedStored` replies.
+    fenced_highest: BTreeMap<FencedKey, Token>,
 }
 
 impl Model {
@@ -91,6 +100,61 @@ impl Model {
                 assert_eq!(at + 1, *position as usize);
             }
         }
+    }
+
+    /// (7) a fenced put is accepted only from the lock's current holder token
+    /// (as it was before the put) and never below the key's highest token;
+    /// a stale refusal names the model's highest.
+    fn observe_fenced(
+        &mut self,
+        before: &State,
+        after: &State,
+        command: &Command,
+        applied: &Applied,
+        bumped: bool,
+    ) {
+        let Command::FencedPut {
+            lock, token, key, ..
+        } = command
+        else {
+            return;
+        };
+        let holder = before
+            .lock(lock)
+            .and_then(|l| l.holder.as_ref())
+            .map(|h| h.token);
+        let highest = self.fenced_highest.get(key).copied();
+        match &applied.outcome {
+            Ok(Reply::FencedStored { token: stored }) if bumped => {
+                assert_eq!(stored, token);
+                assert_eq!(holder, Some(*token), "a put by a non-holder was accepted");
+                assert!(
+                    highest.is_none_or(|h| h <= *token),
+                    "a stale put was accepted"
+                );
+                self.fenced_highest.insert(key.clone(), *token);
+            }
+            Ok(Reply::FencedStored { .. }) => {} // a dedup replay: nothing changed
+            Ok(other) => panic!("fenced put replied {other:?}"),
+            Err(LockError::StaleToken {
+                key: refused,
+                presented,
+                highest: h,
+            }) => {
+                assert_eq!(refused, key);
+                // A dedup replay may name an older highest; never a newer one.
+                assert_eq!(presented, token);
+                assert!(highest.is_some_and(|m| *h <= m), "refused above the model");
+                assert!(presented < h);
+            }
+            Err(_) => {}
+        }
+        let stored = after.fenced_get(key).map(|e| e.token);
+        assert_eq!(
+            stored,
+            self.fenced_highest.get(key).copied(),
+            "fenced key {key}"
+        );
     }
 
     /// The model's queues match the state's.
@@ -224,6 +288,7 @@ fn run(ops: &[Op]) -> (State, Vec<Command>, Vec<Applied>) {
             slots[*slot] = *lease;
         }
         model.observe(&command, &applied, bumped);
+        model.observe_fenced(&before, &state, &command, &applied, bumped);
         model.check_queues(&state);
         check_holders(&state);
         check_lease_end(&before, &state, &command, &applied);
@@ -312,4 +377,44 @@ fn the_universe_reaches_queues_delays_and_hold_ends() {
         }
     )));
     assert_eq!(state.lock_count(), 0);
+}
+
+/// The fenced ops reach both an accepted write and a stale refusal: the
+/// holder of an older lock cannot overwrite a key a newer token wrote.
+#[test]
+fn the_universe_reaches_fenced_writes_and_stale_refusals() {
+    let grant = |slot| Op::Grant {
+        slot,
+        ttl_ok: true,
+        request: None,
+    };
+    let acquire = |slot, lock| Op::Acquire {
+        slot,
+        lock,
+        wait: false,
+        delay: false,
+        hold: false,
+        request: None,
+    };
+    let put = |lock| Op::FencedPut {
+        lock,
+        key: 0,
+        right_token: true,
+        request: None,
+    };
+    let ops = vec![
+        grant(0),
+        grant(1),
+        acquire(0, 0),
+        acquire(1, 1),
+        put(1),
+        put(0),
+    ];
+    let (state, _, applied) = run(&ops);
+    assert!(matches!(applied[4].outcome, Ok(Reply::FencedStored { .. })));
+    assert!(matches!(
+        applied[5].outcome,
+        Err(LockError::StaleToken { .. })
+    ));
+    assert_eq!(state.fenced_count(), 1);
 }

@@ -20,6 +20,11 @@
 
 pub mod audit;
 mod check;
+pub mod file;
+pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
+pub mod redis;
 
 pub use audit::{Audit, Rejection};
 pub use check::{check, StaleToken};

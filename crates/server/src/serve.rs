@@ -2,7 +2,7 @@
 //! port. The order matters: the apply hub exists before storage opens (replay
 //! at start-up already feeds it), and the timers start after Raft.
 
-use crate::api::{ClusterApi, LeaseApi, LockApi, Node};
+use crate::api::{ClusterApi, FencedApi, LeaseApi, LockApi, Node};
 use crate::clock::{Clock, TokioClock};
 use crate::connections::ConnectionLimit;
 use crate::hub::ApplyHub;
@@ -12,6 +12,7 @@ use crate::waiters::Waiters;
 use crate::{http, raft, storage, ServeConfig, ServeError};
 use leasehold_core::limits;
 use leasehold_proto::v1::cluster_server::ClusterServer;
+use leasehold_proto::v1::fenced_store_server::FencedStoreServer;
 use leasehold_proto::v1::lease_server::LeaseServer;
 use leasehold_proto::v1::lock_server::LockServer;
 use leasehold_proto::v1::raft_transport_server::RaftTransportServer;
@@ -119,6 +120,10 @@ async fn serve_port(
         LockServer::new(LockApi::new(node.clone())).max_decoding_message_size(DECODE_BYTES_MAX),
     )
     .add_service(ClusterServer::new(ClusterApi::new(node.clone())))
+    .add_service(
+        FencedStoreServer::new(FencedApi::new(node.clone()))
+            .max_decoding_message_size(DECODE_BYTES_MAX),
+    )
     .add_service(
         RaftTransportServer::new(RaftTransportApi::new(node.raft.clone()))
             .max_decoding_message_size(RAFT_MESSAGE_BYTES_MAX)

@@ -3,6 +3,7 @@
 //! parses and dispatches.
 
 pub mod acquire;
+pub mod fenced;
 pub mod get;
 pub mod lease;
 pub mod lock;

@@ -11,6 +11,10 @@
 //!   through its stdout, one `DRILL <KIND> ...` line per event (the marker
 //!   tells them apart from libtest's own chatter on the same stream), and
 //!   releases its one pause point with a line on its stdin.
+//! - [`PostgresTable`]: the other fenced resource (`t75_fenced_postgres_drill`),
+//!   a real PostgreSQL table the workers insert into through
+//!   `leasehold_fence::postgres::fenced_transaction`. Set it in
+//!   [`WorkerSpec::postgres`] and the writing modes write there instead.
 //!
 //! What a worker does inside its process is in `t70_client_drills.rs`,
 //! beside the drills that read what it prints.
@@ -154,6 +158,20 @@ fn decide(ledger: &Mutex<Ledger>, token: u64, writer: &str) -> String {
     }
 }
 
+/// A PostgreSQL table as the fenced resource: each write of a worker
+/// inserts one `(writer, token)` row inside
+/// `leasehold_fence::postgres::fenced_transaction`, so a stale token rolls
+/// the insert back and leaves a row in `leasehold_fence_rejections`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PostgresTable {
+    /// Where the database is (a libpq-style connection string).
+    pub dsn: String,
+    /// The table, with columns `writer text` and `token bigint` (and any
+    /// others with defaults). Also the fence's resource name, so each test
+    /// run's unique table has a fence of its own.
+    pub table: String,
+}
+
 // ---------------------------------------------------------------------------
 // Worker processes, seen from the test.
 
@@ -204,6 +222,8 @@ pub struct WorkerSpec {
     pub writer: String,
     /// The fenced resource, for modes that write.
     pub resource: Option<SocketAddr>,
+    /// A PostgreSQL table to write to instead of `resource`.
+    pub postgres: Option<PostgresTable>,
     /// The lease's ttl.
     pub ttl: Duration,
     /// How long to queue for the lock.
@@ -222,6 +242,7 @@ impl WorkerSpec {
             lock: lock.to_owned(),
             writer: writer.to_owned(),
             resource: None,
+            postgres: None,
             ttl: Duration::from_secs(2),
             wait: Duration::ZERO,
             gate_after_writes: None,
@@ -242,6 +263,10 @@ impl WorkerSpec {
         if let Some(writes) = self.gate_after_writes {
             cmd.env("LEASEHOLD_DRILL_GATE_AFTER", writes.to_string());
         }
+        if let Some(postgres) = &self.postgres {
+            cmd.env("LEASEHOLD_DRILL_POSTGRES_DSN", &postgres.dsn)
+                .env("LEASEHOLD_DRILL_POSTGRES_TABLE", &postgres.table);
+        }
     }
 
     /// The spec of this process, if it was started as a worker.
@@ -258,6 +283,10 @@ impl WorkerSpec {
             lock: var("LEASEHOLD_DRILL_LOCK"),
             writer: var("LEASEHOLD_DRILL_WRITER"),
             resource: opt("LEASEHOLD_DRILL_RESOURCE").map(|a| a.parse().expect("resource")),
+            postgres: opt("LEASEHOLD_DRILL_POSTGRES_DSN").map(|dsn| PostgresTable {
+                dsn,
+                table: var("LEASEHOLD_DRILL_POSTGRES_TABLE"),
+            }),
             ttl: ms("LEASEHOLD_DRILL_TTL_MS"),
             wait: ms("LEASEHOLD_DRILL_WAIT_MS"),
             gate_after_writes: opt("LEASEHOLD_DRILL_GATE_AFTER").map(|n| n.parse().expect("gate")),

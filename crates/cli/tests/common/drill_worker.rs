@@ -1,9 +1,13 @@
 //! Inside a drill worker process (see `t70_client_drills`): what each
 //! [`Mode`](super::drill::Mode) does with `leasehold-client`, reported as
-//! `DRILL` lines on stdout for the test to read.
+//! `DRILL` lines on stdout for the test to read. A write goes to the TCP
+//! resource, or, when the spec names a
+//! [`PostgresTable`](super::drill::PostgresTable), into that table through
+//! the fence adapter (`t75_fenced_postgres_drill`).
 
-use super::drill::{boot_us, Mode, WorkerSpec, MARKER};
+use super::drill::{boot_us, Mode, PostgresTable, WorkerSpec, MARKER};
 use leasehold_client::{Client, Lease, LockGuard, LockLost, LossCause};
+use leasehold_fence::postgres::{fenced_transaction, FenceError};
 use std::io::Write as _;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
@@ -170,8 +174,12 @@ async fn lost_line(lost: &LockLost, via: &str, guard: &LockGuard) -> String {
     )
 }
 
-/// One write to the resource: `ACCEPTED` or `REJECTED highest=N`.
+/// One write to the resource: `ACCEPTED` or `REJECTED highest=N` (and
+/// `presented=N` from the PostgreSQL adapter).
 async fn write(spec: &WorkerSpec, token: u64) -> String {
+    if let Some(table) = &spec.postgres {
+        return write_postgres(spec, table, token).await;
+    }
     let addr = spec.resource.expect("a resource to write to");
     let stream = tokio::net::TcpStream::connect(addr)
         .await
@@ -186,5 +194,38 @@ async fn write(spec: &WorkerSpec, token: u64) -> String {
         ["OK"] => "ACCEPTED".to_owned(),
         ["STALE", highest] => format!("REJECTED highest={highest}"),
         _ => panic!("the resource answered {answer:?}"),
+    }
+}
+
+/// One fenced insert of `(writer, token)` into `table`, on a fresh
+/// connection (as the TCP resource gets one per write: nothing opened
+/// before a pause is reused after it). `ACCEPTED`, or the adapter's refusal
+/// as `REJECTED highest=N presented=N`; any other failure ends the worker.
+async fn write_postgres(spec: &WorkerSpec, table: &PostgresTable, token: u64) -> String {
+    let (mut client, connection) = tokio_postgres::connect(&table.dsn, tokio_postgres::NoTls)
+        .await
+        .expect("connect to PostgreSQL");
+    let connection = tokio::spawn(connection);
+    let insert = format!(
+        "INSERT INTO {} (writer, token) VALUES ($1, $2)",
+        table.table
+    );
+    let token_sql = i64::try_from(token).expect("a drill token fits bigint");
+    let writer = spec.writer.as_str();
+    let outcome = fenced_transaction(&mut client, &table.table, &spec.lock, token, async |tx| {
+        tx.execute(&insert, &[&writer, &token_sql]).await
+    })
+    .await;
+    drop(client);
+    let _ = connection.await;
+    match outcome {
+        Ok(1) => "ACCEPTED".to_owned(),
+        Err(FenceError::Stale(stale)) => {
+            format!(
+                "REJECTED highest={} presented={}",
+                stale.highest, stale.presented
+            )
+        }
+        other => panic!("fenced insert into {}: {other:?}", table.table),
     }
 }

@@ -193,7 +193,7 @@ impl State {
         if lock.holder.as_ref().map(|h| (h.lease, h.token)) != Some((lease, token)) {
             return Err(LockError::NotHolder {
                 name: name.clone(),
-                lease,
+                lease: Some(lease),
                 token,
                 holder_token,
             });

@@ -102,7 +102,7 @@ fn release_with_a_wrong_token_names_the_holder_token_and_is_remembered() {
     let stale = release(&mut state, a, "x", Token(1));
     let expected = LockError::NotHolder {
         name: name("x"),
-        lease: a,
+        lease: Some(a),
         token: Token(1),
         holder_token: Some(token),
     };

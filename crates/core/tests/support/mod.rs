@@ -1,8 +1,10 @@
 //! The random-command universe of the property tests: abstract steps over 4
-//! lease slots and 3 lock names, and their translation into commands against
+//! lease slots, 3 lock names and 2 fenced-store keys, and their translation into commands against
 //! the current state (so "release with the right token" finds the token).
 
-use leasehold_core::{Acquire, Command, LeaseId, LockName, OwnerInfo, RequestId, State, Token};
+use leasehold_core::{
+    Acquire, Command, FencedKey, LeaseId, LockName, OwnerInfo, RequestId, State, Token,
+};
 use proptest::prelude::*;
 
 pub const SLOTS: usize = 4;
@@ -52,7 +54,18 @@ pub enum Op {
         lock: usize,
         right: bool,
     },
+    /// A fenced put under `lock` to one of `KEYS`; with `right_token` the
+    /// lock's holder token (if held), else one below it.
+    FencedPut {
+        lock: usize,
+        key: usize,
+        right_token: bool,
+        request: Option<u8>,
+    },
 }
+
+/// Fenced-store keys: few, so holders of different locks share them.
+pub const KEYS: [&str; 2] = ["cfg/leader", "cfg/checkpoint"];
 
 pub fn op() -> impl Strategy<Value = Op> {
     let slot = 0..SLOTS;
@@ -68,15 +81,19 @@ pub fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(slot, lock, wait, delay, hold, request)| {
                 Op::Acquire { slot, lock, wait, delay, hold, request }
             }),
-        3 => (slot.clone(), lock.clone(), proptest::bool::weighted(0.8), request)
+        3 => (slot.clone(), lock.clone(), proptest::bool::weighted(0.8), request.clone())
             .prop_map(|(slot, lock, right_token, request)| {
                 Op::Release { slot, lock, right_token, request }
             }),
         1 => (slot, lock.clone()).prop_map(|(slot, lock)| Op::Cancel { slot, lock }),
         1 => (lock.clone(), proptest::bool::weighted(0.8))
             .prop_map(|(lock, right)| Op::EndDelay { lock, right }),
-        1 => (lock, proptest::bool::weighted(0.8))
+        1 => (lock.clone(), proptest::bool::weighted(0.8))
             .prop_map(|(lock, right)| Op::EndHold { lock, right }),
+        3 => (lock, 0..KEYS.len(), proptest::bool::weighted(0.8), request)
+            .prop_map(|(lock, key, right_token, request)| {
+                Op::FencedPut { lock, key, right_token, request }
+            }),
     ]
 }
 
@@ -162,6 +179,31 @@ pub fn to_command(op: &Op, state: &State, slots: &[LeaseId; SLOTS], step: usize)
                 Token(0)
             },
         },
+        Op::FencedPut {
+            lock,
+            key,
+            right_token,
+            request,
+        } => {
+            let token = holder_token(lock).unwrap_or(Token(1));
+            Command::FencedPut {
+                lock: name(lock),
+                token: if right_token {
+                    token
+                } else {
+                    Token(token.0.saturating_sub(1))
+                },
+                key: FencedKey::parse(KEYS[key]).unwrap(),
+                value: format!("{step}").into_bytes(),
+                // A retry repeats the same put: a client never reuses a
+                // request id for another request (a dedup hit replays the
+                // first reply, whatever was asked).
+                request_id: request.and_then(|r| {
+                    RequestId::parse(&format!("f{}-{r}-{lock}{key}{right_token}", step / 8))
+                        .unwrap()
+                }),
+            }
+        }
     }
 }
 

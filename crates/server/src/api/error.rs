@@ -74,7 +74,7 @@ impl ApiError {
                     holder_token,
                     ..
                 } => {
-                    detail.lease = lease.0;
+                    detail.lease = lease.map_or(0, |l| l.0);
                     detail.holder_token = holder_token.map_or(0, |t| t.0);
                     (Code::FailedPrecondition, "NotHolder")
                 }
@@ -94,6 +94,14 @@ impl ApiError {
                 LockError::ResourceExhausted { limit, .. } => {
                     detail.limit = limit.clone();
                     (Code::ResourceExhausted, "ResourceExhausted")
+                }
+                LockError::StaleToken {
+                    presented, highest, ..
+                } => {
+                    // The writer passed the holder check: it is the holder.
+                    detail.holder_token = presented.0;
+                    detail.highest_token = highest.0;
+                    (Code::FailedPrecondition, "StaleToken")
                 }
             },
             ApiError::WaitTimeout { .. } => (Code::DeadlineExceeded, "WaitTimeout"),
@@ -147,7 +155,7 @@ mod tests {
     fn not_holder_carries_the_holder_token() {
         let status = Status::from(ApiError::Core(LockError::NotHolder {
             name: LockName::parse("a").unwrap(),
-            lease: LeaseId(3),
+            lease: Some(LeaseId(3)),
             token: Token(4),
             holder_token: Some(Token(9)),
         }));
@@ -157,6 +165,24 @@ mod tests {
         assert_eq!(
             status.metadata().get("leasehold-reason").unwrap(),
             "NotHolder"
+        );
+    }
+
+    #[test]
+    fn stale_token_carries_the_highest_token_and_names_both() {
+        let status = Status::from(ApiError::Core(LockError::StaleToken {
+            key: leasehold_core::FencedKey::parse("cfg/leader").unwrap(),
+            presented: Token(5),
+            highest: Token(12),
+        }));
+        assert_eq!(status.code(), Code::FailedPrecondition);
+        assert_eq!(detail(&status).reason, "StaleToken");
+        assert_eq!(detail(&status).highest_token, 12);
+        assert!(status.message().contains("stale token 5"));
+        assert!(status.message().contains("token 12"));
+        assert_eq!(
+            status.metadata().get("leasehold-reason").unwrap(),
+            "StaleToken"
         );
     }
 

@@ -6,6 +6,7 @@ mod acquire;
 mod cluster;
 mod convert;
 mod error;
+mod fenced;
 mod keepalive_stream;
 mod lease;
 mod lock;
@@ -15,6 +16,7 @@ mod wait;
 
 pub use cluster::ClusterApi;
 pub use error::ApiError;
+pub use fenced::FencedApi;
 pub use lease::LeaseApi;
 pub use lock::LockApi;
 

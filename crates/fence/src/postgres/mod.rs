@@ -1,0 +1,115 @@
+//! The PostgreSQL adapter: the fence lives in a table beside the data it
+//! protects, and the check, the record of the new highest token and the
+//! caller's own statements commit (or roll back) as one transaction.
+//!
+//! - [`migrate`] creates the tables (`migrations/postgres/*.sql`, idempotent).
+//! - [`fenced_transaction`] opens a transaction, checks and records the token
+//!   with one upsert, runs the caller's statements, and commits.
+//! - [`rejections`] reads the audit table: every refused write, newest first.
+//! - [`highest`] reads the highest token accepted for a (resource, lock).
+//!
+//! # Why one upsert
+//!
+//! `INSERT … ON CONFLICT … DO UPDATE … WHERE highest_token <= excluded…`
+//! both checks and records, and it takes the row lock on the
+//! (resource, lock) fence row. A concurrent writer of the same pair waits on
+//! that lock until this transaction commits or rolls back, then re-checks
+//! against the committed value. So no stale writer can slip between the
+//! check and the write, and the fence row's writers commit in token order.
+//!
+//! # The plain-SQL pattern (for other languages)
+//!
+//! Any client can fence the same tables; tokens are bigint (≤ i64::MAX):
+//!
+//! ```sql
+//! BEGIN;
+//! INSERT INTO leasehold_fence (resource, lock, highest_token)
+//!      VALUES ($resource, $lock, $token)
+//! ON CONFLICT (resource, lock) DO UPDATE
+//!         SET highest_token = excluded.highest_token, updated_at = now()
+//!       WHERE leasehold_fence.highest_token <= excluded.highest_token
+//!   RETURNING highest_token;
+//! -- No row returned: the token is stale. Read the highest, then
+//! --   SELECT highest_token FROM leasehold_fence WHERE resource = $resource AND lock = $lock;
+//! --   ROLLBACK;
+//! --   INSERT INTO leasehold_fence_rejections (resource, lock, presented, highest)
+//! --        VALUES ($resource, $lock, $token, $highest);
+//! --   and stop writing: the lock has passed to a newer holder.
+//! -- One row returned: the token is accepted; run your statements.
+//! UPDATE accounts SET balance = balance - 10 WHERE id = 7;
+//! COMMIT;
+//! ```
+//!
+//! Equal tokens are accepted (the same holder writing again). A token that
+//! is accepted but whose transaction rolls back is not recorded.
+
+pub mod local;
+mod transaction;
+
+pub use transaction::{fenced_transaction, FenceError};
+
+use crate::{Audit, Rejection};
+use std::sync::LazyLock;
+use tokio_postgres::Client;
+
+/// Migration 0001: the fence table and the rejection audit table.
+pub const MIGRATION_0001: &str = include_str!("../../migrations/postgres/0001_fence.sql");
+
+/// The in-process audit of this adapter (metric label `postgres`): every
+/// refusal by [`fenced_transaction`] in this process is counted, logged and
+/// remembered here, in addition to the row in `leasehold_fence_rejections`.
+pub fn audit() -> &'static Audit {
+    static AUDIT: LazyLock<Audit> = LazyLock::new(|| Audit::new("postgres"));
+    &AUDIT
+}
+
+/// Creates the adapter's tables if they do not exist. Idempotent and safe
+/// to run from several processes at once; call it at start-up.
+pub async fn migrate(client: &Client) -> Result<(), tokio_postgres::Error> {
+    client.batch_execute(MIGRATION_0001).await
+}
+
+/// The most recent `limit` refusals from the audit table, newest first.
+pub async fn rejections(
+    client: &Client,
+    limit: u32,
+) -> Result<Vec<Rejection>, tokio_postgres::Error> {
+    let rows = client
+        .query(
+            "SELECT resource, lock, presented, highest, \
+                    (extract(epoch FROM at) * 1000)::bigint \
+               FROM leasehold_fence_rejections ORDER BY id DESC LIMIT $1",
+            &[&i64::from(limit)],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|row| Rejection {
+            resource: row.get(0),
+            lock: row.get(1),
+            presented: token_from_sql(row.get(2)),
+            highest: token_from_sql(row.get(3)),
+            at_unix_ms: row.get(4),
+        })
+        .collect())
+}
+
+/// The highest token accepted for (`resource`, `lock`), `None` if none yet.
+pub async fn highest(
+    client: &Client,
+    resource: &str,
+    lock: &str,
+) -> Result<Option<u64>, tokio_postgres::Error> {
+    let row = client
+        .query_opt(transaction::HIGHEST, &[&resource, &lock])
+        .await?;
+    Ok(row.map(|row| token_from_sql(row.get(0))))
+}
+
+/// A token read back from the database. Only tokens that passed
+/// [`FenceError::TokenOutOfRange`]'s check are ever written (and the fence
+/// table has `CHECK (highest_token >= 0)`), so a negative one means the
+/// tables were written by something that broke the contract: crash.
+fn token_from_sql(token: i64) -> u64 {
+    u64::try_from(token).expect("fence tables hold only tokens in 0..=i64::MAX")
+}
