@@ -36,9 +36,10 @@ impl CliError {
         let exit = match reason.as_deref() {
             Some("InvalidArgument") => Exit::Usage,
             Some("Busy" | "WaitTimeout") => Exit::Busy,
-            Some("NotHolder" | "NoSuchLock" | "LeaseNotFound" | "LeaseExpired" | "StaleToken") => {
-                Exit::Ownership
-            }
+            Some(
+                "NotHolder" | "NoSuchLock" | "LeaseNotFound" | "LeaseExpired" | "StaleToken"
+                | "Unfenced",
+            ) => Exit::Ownership,
             Some("Unavailable" | "NotLeader") => Exit::Unavailable,
             Some(_) => Exit::Other,
             None => exit_for_code(status.code()),

@@ -15,8 +15,11 @@ pub enum Exit {
     /// 3: the lock is busy (`Busy`) or the wait for it timed out (`WaitTimeout`).
     Busy = 3,
     /// 4: ownership error: `NotHolder`, `NoSuchLock`, `LeaseNotFound`,
-    /// `LeaseExpired`, `StaleToken` (fenced store). Retrying the same request
-    /// will not help; the caller's idea of who holds what is wrong.
+    /// `LeaseExpired`, `StaleToken` (fenced store), and `Unfenced` (a
+    /// `force-release` of a holder that did not declare `--fenced`, without
+    /// `--allow-unfenced`: a safety refusal about who may still write, not a
+    /// usage error). Retrying the same request will not help; the caller's
+    /// idea of who holds what is wrong, or unsafe to act on.
     Ownership = 4,
     /// 5: the service is unavailable: no endpoint reachable, `Unavailable`,
     /// `NotLeader` with no reachable leader, or no reply within `--timeout`.

@@ -18,7 +18,9 @@ mod owner;
 mod supervise;
 
 use clap::{Parser, Subcommand};
-use commands::{acquire, fenced, get, lease, lock, ls, member, release, serve, status, Global};
+use commands::{
+    acquire, fenced, force_release, get, lease, lock, ls, member, release, serve, status, Global,
+};
 use error::CliError;
 use exit::Exit;
 use std::process::ExitCode;
@@ -48,6 +50,8 @@ enum Command {
     Acquire(acquire::AcquireArgs),
     /// Releases a lock held by (lease, token).
     Release(release::ReleaseArgs),
+    /// Break-glass: frees a lock from a holder that will not let go.
+    ForceRelease(force_release::ForceReleaseArgs),
     /// Describes one lock.
     Get(get::GetArgs),
     /// Lists locks by name prefix.
@@ -116,6 +120,7 @@ async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
         Command::Lease { cmd } => lease::run(cmd, global).await,
         Command::Acquire(args) => acquire::run(args, global).await,
         Command::Release(args) => release::run(args, global).await,
+        Command::ForceRelease(args) => force_release::run(args, global).await,
         Command::Get(args) => get::run(args, global).await,
         Command::Ls(args) => ls::run(args, global).await,
         Command::Fenced { cmd } => fenced::run(cmd, global).await,

@@ -121,6 +121,24 @@ pub enum Command {
         value: Vec<u8>,
         request_id: Option<RequestId>,
     },
+    /// Break-glass: free `name` from its current holder on an operator's
+    /// say-so, without the holder's lease. Accepted only if
+    /// `expected_token` is the holder's token (the operator looked at the
+    /// right holder), and, for a holder that did not declare `fenced`, only
+    /// with `allow_unfenced`. With `revoke_lease`, the holder's whole lease
+    /// is revoked instead (every lock it holds is freed). Appended last so
+    /// log entries written before it still decode.
+    ForceRelease {
+        name: LockName,
+        expected_token: Token,
+        /// Why, for the incident record (required, at most
+        /// `FORCE_REASON_BYTES_MAX`).
+        reason: String,
+        /// Who, as `user@host` (at most `FORCE_CALLER_BYTES_MAX`).
+        caller: String,
+        allow_unfenced: bool,
+        revoke_lease: bool,
+    },
 }
 
 impl Command {
@@ -133,6 +151,7 @@ impl Command {
             }
             Command::Acquire(acquire) => acquire.validate(),
             Command::FencedPut { value, .. } => crate::fenced::check_fenced_value(value),
+            Command::ForceRelease { reason, caller, .. } => check_force(reason, caller),
             _ => Ok(()),
         }
     }
@@ -149,6 +168,41 @@ pub fn check_ttl(ttl_ms: u64) -> Result<(), LockError> {
                 limits::TTL_MS_MAX
             ),
         ));
+    }
+    Ok(())
+}
+
+/// Checks a force release's reason (required) and caller against [`limits`].
+pub fn check_force(reason: &str, caller: &str) -> Result<(), LockError> {
+    if reason.trim().is_empty() {
+        return Err(LockError::invalid(
+            "reason",
+            "is empty: say why the lock is force-released (it is kept in the incident record)",
+        ));
+    }
+    check_limit_text(
+        "reason",
+        reason,
+        limits::FORCE_REASON_BYTES_MAX,
+        "FORCE_REASON_BYTES_MAX",
+    )?;
+    check_limit_text(
+        "caller",
+        caller,
+        limits::FORCE_CALLER_BYTES_MAX,
+        "FORCE_CALLER_BYTES_MAX",
+    )
+}
+
+fn check_limit_text(field: &str, value: &str, max: usize, limit: &str) -> Result<(), LockError> {
+    if value.len() > max {
+        return Err(LockError::invalid(
+            field,
+            format!("is {} bytes; the limit {limit} is {max}", value.len()),
+        ));
+    }
+    if value.chars().any(|c| c.is_control()) {
+        return Err(LockError::invalid(field, "contains a control character"));
     }
     Ok(())
 }

@@ -59,6 +59,10 @@ pub enum LockError {
         /// The highest token that has written the key.
         highest: Token,
     },
+    /// A force release of a lock whose holder did not declare `fenced`,
+    /// without `allow_unfenced`. Appended last so stored errors still decode.
+    #[error("lock {name} is held without fencing: no resource checks its tokens, so the old holder could still write after a force release and two writers would overlap; stop the holder first, then pass allow_unfenced (leasehold force-release --allow-unfenced)")]
+    Unfenced { name: LockName },
 }
 
 impl LockError {

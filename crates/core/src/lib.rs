@@ -47,4 +47,4 @@ pub use lease::Lease;
 pub use lock::{Holder, Lock, LockDelay, Waiter};
 pub use name::LockName;
 pub use outcome::{Applied, Effect, FreeCause, Outcome, Reply, WaitEndCause};
-pub use state::{FailedRelease, State};
+pub use state::{FailedRelease, ForceReleaseRecord, State};

@@ -38,6 +38,12 @@ pub const EXPIRED_LEASES_REMEMBERED: usize = 4_096;
 pub const REVOCATIONS_REMEMBERED: usize = 4_096;
 /// Failed releases remembered for diagnosis.
 pub const FAILED_RELEASES_REMEMBERED: usize = 256;
+/// Force releases remembered for the incident record (oldest forgotten first).
+pub const FORCE_RELEASES_REMEMBERED: usize = 256;
+/// Longest reason given for a force release, in bytes.
+pub const FORCE_REASON_BYTES_MAX: usize = 512;
+/// Longest caller (`user@host`) named by a force release, in bytes.
+pub const FORCE_CALLER_BYTES_MAX: usize = 256;
 /// Names suggested in a NoSuchLock error.
 pub const NEARBY_NAMES_MAX: usize = 3;
 /// Largest gRPC request message, in bytes.

@@ -45,6 +45,14 @@ pub enum Reply {
     TimerApplied,
     /// A fenced put was accepted: the key now holds the value under `token`.
     FencedStored { token: Token },
+    /// A force release applied: `lease` held the lock; `released` lists
+    /// every lock freed (just the named one, or all of the lease's locks if
+    /// `lease_revoked`).
+    ForceReleased {
+        lease: LeaseId,
+        released: Vec<LockName>,
+        lease_revoked: bool,
+    },
 }
 
 /// Why a holder stopped holding a lock.
@@ -86,7 +94,12 @@ pub enum Effect {
         name: LockName,
         lease: LeaseId,
         token: Token,
+        /// How it was freed: `Released` for a force release of one lock,
+        /// `LeaseRevoked` for each lock of a force-revoked lease.
         cause: FreeCause,
+        /// An operator's force release freed it (break-glass), so metrics
+        /// and the event log can count it apart from holders' own releases.
+        forced: bool,
     },
     /// A waiter left the queue without a grant (wake it with an error).
     WaiterRemoved {

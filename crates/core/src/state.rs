@@ -14,12 +14,15 @@
 //! no-op timers do not bump.
 
 mod fenced;
+mod force;
 mod leases;
 mod locks;
 #[cfg(test)]
 mod test_support;
 #[cfg(test)]
 mod tests_fenced;
+#[cfg(test)]
+mod tests_force;
 #[cfg(test)]
 mod tests_leases;
 #[cfg(test)]
@@ -34,6 +37,8 @@ use crate::{
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+pub use force::ForceReleaseRecord;
 
 /// A release that failed, remembered for diagnosis (releases sent to the
 /// wrong key or with a stale token are a classic incident).
@@ -78,6 +83,9 @@ pub struct State {
     /// The fenced store: key → (value, highest token, lock). Bounded by
     /// `FENCED_KEYS_MAX` and `FENCED_STORE_BYTES_MAX`; part of every snapshot.
     fenced: FencedStore,
+    /// The last `FORCE_RELEASES_REMEMBERED` force releases, oldest first:
+    /// the incident record of who broke which lock from whom, and why.
+    force_releases: VecDeque<ForceReleaseRecord>,
 }
 
 impl State {
@@ -124,6 +132,25 @@ impl State {
                 value,
                 request_id,
             } => self.fenced_put(lock, token, key, value, request_id),
+            Command::ForceRelease {
+                name,
+                expected_token,
+                reason,
+                caller,
+                allow_unfenced,
+                revoke_lease,
+            } => self.force_release(
+                force::ForceRelease {
+                    name,
+                    expected_token,
+                    reason,
+                    caller,
+                    allow_unfenced,
+                    revoke_lease,
+                },
+                at_unix_ms,
+                &mut effects,
+            ),
         };
         // Negative space: the revision moves by at most one per command, and
         // a command that produced no lease, lock or fenced-store change left

@@ -58,5 +58,6 @@ async fn metrics(State(node): State<Arc<Node>>) -> String {
     metrics::gauge!("leasehold_leases").set(leases as f64);
     metrics::gauge!("leasehold_locks").set(locks as f64);
     metrics::gauge!("leasehold_waiting_acquires").set(node.waiters.len() as f64);
+    crate::metrics::record_raft(&node.raft.metrics().borrow());
     crate::metrics::render()
 }

@@ -46,10 +46,7 @@ pub async fn serve_on(
     let clock: Arc<dyn Clock> = Arc::new(TokioClock);
     let waiters = Arc::new(Waiters::default());
     let timers = Arc::new(Timers::new(clock, config.failover_margin));
-    let hub = Arc::new(ApplyHub {
-        waiters: waiters.clone(),
-        timers: timers.clone(),
-    });
+    let hub = Arc::new(ApplyHub::new(waiters.clone(), timers.clone()));
     let (log_store, state_machine) = open_storage(&config, hub).await?;
     let state = state_machine.shared();
     let listen_ip = config.listen.ip();

@@ -7,7 +7,9 @@
 use leasehold_core::{LeaseId, LockName, Token, WaitEndCause};
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::Duration;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 /// How a wait ended, as seen by the state machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,10 +22,15 @@ pub enum WaitResult {
 
 type Key = (LockName, LeaseId);
 
+/// When a caller registered, and where its wake goes.
+type Registration = (Instant, oneshot::Sender<WaitResult>);
+
 /// Blocked acquires waiting for their grant.
 #[derive(Default)]
 pub struct Waiters {
-    slots: Mutex<HashMap<Key, Vec<oneshot::Sender<WaitResult>>>>,
+    /// Each registration keeps when it was made, so the wake can report how
+    /// long the caller waited (the `leasehold_wait_seconds` histogram).
+    slots: Mutex<HashMap<Key, Vec<Registration>>>,
 }
 
 impl Waiters {
@@ -31,7 +38,10 @@ impl Waiters {
     pub fn register(&self, name: LockName, lease: LeaseId) -> oneshot::Receiver<WaitResult> {
         let (tx, rx) = oneshot::channel();
         let mut slots = self.slots.lock().expect("waiters lock poisoned");
-        slots.entry((name, lease)).or_default().push(tx);
+        slots
+            .entry((name, lease))
+            .or_default()
+            .push((Instant::now(), tx));
         rx
     }
 
@@ -40,22 +50,26 @@ impl Waiters {
         let mut slots = self.slots.lock().expect("waiters lock poisoned");
         let key = (name.clone(), lease);
         if let Some(senders) = slots.get_mut(&key) {
-            senders.retain(|tx| !tx.is_closed());
+            senders.retain(|(_, tx)| !tx.is_closed());
             if senders.is_empty() {
                 slots.remove(&key);
             }
         }
     }
 
-    /// Wakes everyone waiting on (`name`, `lease`).
-    pub fn wake(&self, name: &LockName, lease: LeaseId, result: WaitResult) {
+    /// Wakes everyone waiting on (`name`, `lease`); returns the longest of
+    /// their waits (`None` if nobody waited on this node).
+    pub fn wake(&self, name: &LockName, lease: LeaseId, result: WaitResult) -> Option<Duration> {
         let senders = {
             let mut slots = self.slots.lock().expect("waiters lock poisoned");
             slots.remove(&(name.clone(), lease))
         };
-        for tx in senders.into_iter().flatten() {
+        let mut longest = None;
+        for (since, tx) in senders.into_iter().flatten() {
             let _ = tx.send(result);
+            longest = longest.max(Some(since.elapsed()));
         }
+        longest
     }
 
     /// Number of registered waits (for metrics).

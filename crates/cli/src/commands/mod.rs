@@ -4,6 +4,7 @@
 
 pub mod acquire;
 pub mod fenced;
+pub mod force_release;
 pub mod get;
 pub mod lease;
 pub mod lock;

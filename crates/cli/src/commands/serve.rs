@@ -1,6 +1,7 @@
 //! `leasehold serve`: runs one server node in this process until SIGINT or
 //! SIGTERM. Logs go to stderr through `tracing` (`RUST_LOG`, default
-//! `info,openraft=warn`); stdout gets exactly one line, once the port accepts connections.
+//! `info,openraft=warn`), as text or one JSON object per line
+//! (`--log-format json`); stdout gets exactly one line, once the port accepts connections.
 
 use crate::error::CliError;
 use crate::exit::Exit;
@@ -36,6 +37,21 @@ pub struct ServeArgs {
     /// that a new member must catch up by snapshot.
     #[arg(long, hide = true, env = "LEASEHOLD_SNAPSHOT_EVERY", value_name = "N")]
     pub snapshot_every: Option<u64>,
+    /// How log lines are written to stderr: `text` for people, `json` (one
+    /// object per line, fields such as `lock`, `lease`, `owner`, `token` as
+    /// keys) for log pipelines.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// The format of `leasehold serve`'s log lines.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// Parses `--peers 1=127.0.0.1:7421,2=127.0.0.1:7422`.
@@ -67,7 +83,7 @@ fn parse_peers(raw: &str) -> Result<BTreeMap<u64, String>, String> {
 
 /// Runs `serve`.
 pub async fn run(args: ServeArgs) -> Result<(), CliError> {
-    init_logging();
+    init_logging(args.log_format);
     let mut config = ServeConfig::single_node(args.data_dir.clone(), args.listen);
     config.node_id = args.node_id;
     config.peers = args.peers.clone().unwrap_or_default();
@@ -173,14 +189,19 @@ fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "panic".to_owned())
 }
 
-fn init_logging() {
+fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         // openraft narrates every election and membership step at info.
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn"));
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        // Event fields at the top level, so `jq 'select(.token == "7")'`
+        // works without digging into a nested `fields` object.
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+    }
 }
 
 /// Resolves on the first SIGINT or SIGTERM.

@@ -173,6 +173,7 @@ impl State {
             lease,
             token: holder.token,
             cause,
+            forced: false,
         });
         if cause == FreeCause::LeaseExpired && holder.lock_delay_ms > 0 {
             lock.delay = Some(LockDelay {

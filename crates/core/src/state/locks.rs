@@ -279,7 +279,12 @@ impl State {
     }
 
     /// Takes the holder off `name` (whose lease stays live).
-    fn free_holder(&mut self, name: &LockName, cause: FreeCause, effects: &mut Vec<Effect>) {
+    pub(super) fn free_holder(
+        &mut self,
+        name: &LockName,
+        cause: FreeCause,
+        effects: &mut Vec<Effect>,
+    ) {
         let lock = self.locks.get_mut(name).expect("freeing a missing lock");
         let holder = lock.holder.take().expect("freeing an unheld lock");
         // The next grant's token (this command's revision) must exceed it.
@@ -294,6 +299,7 @@ impl State {
             lease: holder.lease,
             token: holder.token,
             cause,
+            forced: false,
         });
     }
 

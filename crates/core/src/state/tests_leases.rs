@@ -232,7 +232,8 @@ fn revoke_releases_holds_hands_over_and_leaves_queues() {
                 name: name("x"),
                 lease: a,
                 token: held,
-                cause: FreeCause::LeaseRevoked
+                cause: FreeCause::LeaseRevoked,
+                forced: false
             },
             Effect::LockGranted {
                 name: name("x"),

@@ -75,7 +75,8 @@ fn held_lock_is_busy_or_queues_fifo() {
                 name: name("x"),
                 lease: a,
                 token,
-                cause: FreeCause::Released
+                cause: FreeCause::Released,
+                forced: false
             },
             Effect::LockGranted {
                 name: name("x"),

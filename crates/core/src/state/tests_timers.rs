@@ -185,7 +185,8 @@ fn end_hold_frees_only_the_named_holder() {
             name: name("x"),
             lease: a,
             token,
-            cause: FreeCause::MaxHoldExceeded
+            cause: FreeCause::MaxHoldExceeded,
+            forced: false
         }
     );
     assert!(

@@ -80,6 +80,9 @@ pub fn lock_to_wire(node: &Node, state: &State, lock: &Lock) -> pb::LockInfo {
         acquired_unix_ms: holder.acquired_unix_ms as i64,
         fenced: holder.fenced,
         max_hold_ms: holder.max_hold_ms,
+        lease_renewed_unix_ms: state
+            .lease(holder.lease)
+            .map_or(0, |l| l.renewed_unix_ms as i64),
         metadata: holder
             .metadata
             .iter()

@@ -103,6 +103,7 @@ impl ApiError {
                     detail.highest_token = highest.0;
                     (Code::FailedPrecondition, "StaleToken")
                 }
+                LockError::Unfenced { .. } => (Code::FailedPrecondition, "Unfenced"),
             },
             ApiError::WaitTimeout { .. } => (Code::DeadlineExceeded, "WaitTimeout"),
             ApiError::NotLeader {
@@ -183,6 +184,20 @@ mod tests {
         assert_eq!(
             status.metadata().get("leasehold-reason").unwrap(),
             "StaleToken"
+        );
+    }
+
+    #[test]
+    fn unfenced_is_a_failed_precondition_naming_the_override() {
+        let status = Status::from(ApiError::Core(LockError::Unfenced {
+            name: LockName::parse("cron").unwrap(),
+        }));
+        assert_eq!(status.code(), Code::FailedPrecondition);
+        assert_eq!(detail(&status).reason, "Unfenced");
+        assert!(status.message().contains("allow_unfenced"));
+        assert_eq!(
+            status.metadata().get("leasehold-reason").unwrap(),
+            "Unfenced"
         );
     }
 

@@ -1,8 +1,10 @@
-//! `leasehold.v1.Lock`: acquire (see `acquire.rs`), release, get, list, and
-//! the session stream (see `session.rs`).
+//! `leasehold.v1.Lock`: acquire (see `acquire.rs`), release, get, list,
+//! the session stream (see `session.rs`) and the break-glass force release
+//! (see `force.rs`).
 
 use super::acquire::acquire;
 use super::convert::lock_to_wire;
+use super::force::force_release;
 use super::lease::unexpected;
 use super::session;
 use super::stream::AnswerStream;
@@ -10,8 +12,9 @@ use super::{check_lease_id, check_request_size, ApiError, Node};
 use leasehold_core::{limits, Command, LockError, LockName, Reply, RequestId, Token};
 use leasehold_proto::v1::lock_server::Lock;
 use leasehold_proto::v1::{
-    AcquireRequest, AcquireResponse, GetLockRequest, GetLockResponse, ListLocksRequest,
-    ListLocksResponse, ReleaseRequest, ReleaseResponse, SessionRequest, SessionResponse,
+    AcquireRequest, AcquireResponse, ForceReleaseRequest, ForceReleaseResponse, GetLockRequest,
+    GetLockResponse, ListLocksRequest, ListLocksResponse, ReleaseRequest, ReleaseResponse,
+    SessionRequest, SessionResponse,
 };
 use std::sync::Arc;
 use tonic::{Request, Response, Status, Streaming};
@@ -63,6 +66,15 @@ impl Lock for LockApi {
     ) -> Result<Response<ReleaseResponse>, Status> {
         Ok(Response::new(
             release(&self.node, request.into_inner()).await?,
+        ))
+    }
+
+    async fn force_release(
+        &self,
+        request: Request<ForceReleaseRequest>,
+    ) -> Result<Response<ForceReleaseResponse>, Status> {
+        Ok(Response::new(
+            force_release(&self.node, request.into_inner()).await?,
         ))
     }
 

@@ -7,6 +7,7 @@ mod cluster;
 mod convert;
 mod error;
 mod fenced;
+mod force;
 mod keepalive_stream;
 mod lease;
 mod lock;

@@ -1,0 +1,170 @@
+//! `leasehold force-release NAME --token T --reason TEXT [--allow-unfenced]
+//! [--revoke-lease]`: the break-glass release, for a holder that will not let
+//! go (hung, or an orphan whose lease something keeps renewing).
+//!
+//! Before acting it prints the evidence it sees on stderr (holder lease,
+//! owner, process, token, fenced, time left on the lease, last renewal,
+//! waiters), so the operator's terminal and any incident log show what was
+//! broken. The server refuses (exit 4) unless `--token` is still the
+//! holder's token, and refuses a holder that did not declare `fenced` unless
+//! `--allow-unfenced`: nothing would reject that holder's late writes. The
+//! caller (`$USER@host`) and reason are kept in the server's incident record.
+
+use super::{revision, Global};
+use crate::duration;
+use crate::error::CliError;
+use crate::output::{lock_json, owner_human, print_json};
+use leasehold_proto::v1::lock_client::LockClient;
+use leasehold_proto::v1::{ForceReleaseRequest, GetLockRequest, LockInfo};
+use serde_json::json;
+use std::time::Duration;
+
+/// `leasehold force-release`
+#[derive(clap::Args, Debug)]
+pub struct ForceReleaseArgs {
+    /// The lock name.
+    pub name: String,
+    /// The holder's fencing token, as `leasehold get` shows it: the release
+    /// is refused if the lock has changed hands since.
+    #[arg(long)]
+    pub token: u64,
+    /// Why (required; kept in the server's record of force releases).
+    #[arg(long)]
+    pub reason: String,
+    /// Also free a holder that did not declare `--fenced`. Nothing rejects
+    /// its late writes, so stop the holder first.
+    #[arg(long)]
+    pub allow_unfenced: bool,
+    /// Revoke the holder's whole lease: every lock it holds is freed and its
+    /// keep-alives fail, so a library holder sees the loss at its next renewal.
+    #[arg(long)]
+    pub revoke_lease: bool,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `force-release`.
+pub async fn run(args: ForceReleaseArgs, global: &Global) -> Result<(), CliError> {
+    let caller = caller();
+    // Refuse a missing reason before showing evidence or touching the server.
+    leasehold_core::command::check_force(&args.reason, &caller)
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    let mut conn = global.connect().await?;
+    let get = GetLockRequest {
+        name: args.name.clone(),
+        stale: false,
+    };
+    let seen = conn
+        .call(Duration::ZERO, |ch| {
+            let get = get.clone();
+            async move { LockClient::new(ch).get(get).await }
+        })
+        .await?;
+    let now_unix_ms = seen.header.as_ref().map_or(0, |h| h.server_time_unix_ms);
+    let lock = seen.lock.unwrap_or_default();
+    eprint!("{}", evidence(&lock, now_unix_ms));
+    let request = ForceReleaseRequest {
+        name: args.name.clone(),
+        expected_token: args.token,
+        reason: args.reason.clone(),
+        allow_unfenced: args.allow_unfenced,
+        revoke_lease: args.revoke_lease,
+        caller,
+    };
+    let reply = conn
+        .call(Duration::ZERO, |ch| {
+            let request = request.clone();
+            async move { LockClient::new(ch).force_release(request).await }
+        })
+        .await?;
+    if args.json {
+        print_json(&json!({
+            "lock": args.name,
+            "token": args.token,
+            "lease": reply.lease,
+            "revoked_lease": reply.revoked_lease,
+            "released": reply.released,
+            "caller": request.caller,
+            "reason": args.reason,
+            "revision": revision(reply.header.as_ref()),
+            "evidence": lock_json(&lock),
+        }));
+    } else if reply.revoked_lease {
+        println!(
+            "force-released {} (token {}): revoked lease {}, freeing {}",
+            args.name,
+            args.token,
+            reply.lease,
+            reply.released.join(", ")
+        );
+    } else {
+        println!(
+            "force-released {} (token {}) from lease {}",
+            args.name, args.token, reply.lease
+        );
+    }
+    Ok(())
+}
+
+/// Who is breaking the lock, as `$USER@host`.
+fn caller() -> String {
+    let host = leasehold_client::owner_info(None, vec![]).host;
+    let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
+    format!("{user}@{host}")
+}
+
+/// What the operator is about to break, for stderr.
+fn evidence(lock: &LockInfo, now_unix_ms: i64) -> String {
+    let mut out = format!("force-release: lock {}\n", lock.name);
+    let Some(h) = &lock.holder else {
+        out.push_str("  holder: none\n");
+        return out;
+    };
+    let owner = h.owner.clone().unwrap_or_default();
+    let ago = |at: i64| match at {
+        0 => "unknown".to_owned(),
+        at => format!(
+            "{} ago",
+            duration::approx(now_unix_ms.saturating_sub(at).max(0) as u64)
+        ),
+    };
+    out.push_str(&format!(
+        "  holder: lease {} token {} ({})\n",
+        h.lease,
+        h.token,
+        if h.fenced {
+            "fenced"
+        } else {
+            "NOT fenced: nothing checks its token"
+        },
+    ));
+    out.push_str(&format!(
+        "  owner: {} host {} pid {} process start {}\n",
+        owner_human(&owner),
+        if owner.host.is_empty() {
+            "-"
+        } else {
+            &owner.host
+        },
+        owner.pid,
+        owner.process_start_unix_ms,
+    ));
+    out.push_str(&format!(
+        "  lease: {} left of {}, last renewal {}, acquired {}\n",
+        duration::approx(h.lease_remaining_ms),
+        duration::human(h.lease_ttl_ms),
+        ago(h.lease_renewed_unix_ms),
+        ago(h.acquired_unix_ms),
+    ));
+    out.push_str(&format!("  waiters: {}\n", lock.waiters.len()));
+    for (i, w) in lock.waiters.iter().enumerate() {
+        let owner = w
+            .owner
+            .as_ref()
+            .map(owner_human)
+            .unwrap_or_else(|| "-".into());
+        out.push_str(&format!("    {}. lease {} owner {owner}\n", i + 1, w.lease));
+    }
+    out
+}

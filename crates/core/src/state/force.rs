@@ -1,0 +1,135 @@
+//! The break-glass half of `apply`: an operator frees a lock from a holder
+//! that will not let go (hung, partitioned but renewing, or an orphan whose
+//! lease a supervisor keeps alive).
+//!
+//! Two checks guard it. The operator names the holder token they looked at,
+//! so a lock that changed hands since is not freed from its new holder. And
+//! a holder that did not declare `fenced` is refused unless the operator
+//! says `allow_unfenced`: nothing rejects that holder's late writes, so a
+//! force release would let two writers overlap.
+//!
+//! The lock is then freed through the same paths as a release (or, with
+//! `revoke_lease`, a revoke), so the next waiter is granted exactly as it
+//! would be then, with a higher token. Every accepted force release is
+//! remembered, bounded by `FORCE_RELEASES_REMEMBERED`.
+
+use super::State;
+use crate::outcome::FreeCause;
+use crate::{command, limits, nearby, Effect, LeaseId, LockError, LockName, Outcome, Reply, Token};
+use serde::{Deserialize, Serialize};
+
+/// The arguments of [`crate::Command::ForceRelease`], gathered.
+pub(super) struct ForceRelease {
+    pub name: LockName,
+    pub expected_token: Token,
+    pub reason: String,
+    pub caller: String,
+    pub allow_unfenced: bool,
+    pub revoke_lease: bool,
+}
+
+/// One accepted force release, kept for the incident record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForceReleaseRecord {
+    /// The lock named by the operator.
+    pub name: LockName,
+    /// The token its holder had (the one the operator named).
+    pub token: Token,
+    /// The holder's lease.
+    pub lease: LeaseId,
+    /// The holder lease's owner name, as it was (the lease may be gone).
+    pub owner: String,
+    /// Why, in the operator's words.
+    pub reason: String,
+    /// Who, as `user@host`.
+    pub caller: String,
+    /// Whether the holder's whole lease was revoked.
+    pub lease_revoked: bool,
+    /// Proposer's wall time of the force release (display only).
+    pub at_unix_ms: u64,
+}
+
+impl State {
+    /// Frees `f.name` from its holder if `f.expected_token` is the holder's
+    /// token and the holder is fenced (or `f.allow_unfenced`).
+    pub(super) fn force_release(
+        &mut self,
+        f: ForceRelease,
+        at_unix_ms: u64,
+        effects: &mut Vec<Effect>,
+    ) -> Outcome {
+        // The server validates before proposing; checking again keeps a
+        // malformed log entry from ever reaching the tables.
+        command::check_force(&f.reason, &f.caller)?;
+        let Some(lock) = self.locks.get(&f.name) else {
+            return Err(LockError::NoSuchLock {
+                nearby: nearby::nearby_names(&self.locks, f.name.as_str()),
+                name: f.name,
+            });
+        };
+        let holder = match &lock.holder {
+            Some(holder) if holder.token == f.expected_token => holder,
+            other => {
+                return Err(LockError::NotHolder {
+                    holder_token: other.as_ref().map(|h| h.token),
+                    name: f.name,
+                    lease: None,
+                    token: f.expected_token,
+                })
+            }
+        };
+        if !holder.fenced && !f.allow_unfenced {
+            return Err(LockError::Unfenced { name: f.name });
+        }
+        let lease = holder.lease;
+        let owner = self.leases[&lease].owner.owner.clone();
+        let first_effect = effects.len();
+        let released = if f.revoke_lease {
+            match self.end_lease(lease, false, at_unix_ms, effects) {
+                Reply::LeaseEnded { released } => released,
+                other => unreachable!("end_lease replied {other:?}"),
+            }
+        } else {
+            self.bump();
+            self.free_holder(&f.name, FreeCause::Released, effects);
+            self.grant_next(&f.name, at_unix_ms, effects);
+            vec![f.name.clone()]
+        };
+        assert!(released.contains(&f.name), "the named lock was not freed");
+        for effect in &mut effects[first_effect..] {
+            if let Effect::LockFreed { forced, .. } = effect {
+                *forced = true;
+            }
+        }
+        self.remember_force_release(ForceReleaseRecord {
+            name: f.name,
+            token: f.expected_token,
+            lease,
+            owner,
+            reason: f.reason,
+            caller: f.caller,
+            lease_revoked: f.revoke_lease,
+            at_unix_ms,
+        });
+        Ok(Reply::ForceReleased {
+            lease,
+            released,
+            lease_revoked: f.revoke_lease,
+        })
+    }
+
+    /// Appends `record`, forgetting the oldest beyond the limit.
+    fn remember_force_release(&mut self, record: ForceReleaseRecord) {
+        if self.force_releases.len() == limits::FORCE_RELEASES_REMEMBERED {
+            self.force_releases.pop_front();
+        }
+        self.force_releases.push_back(record);
+        assert!(self.force_releases.len() <= limits::FORCE_RELEASES_REMEMBERED);
+    }
+
+    /// Recent force releases, oldest first (at most
+    /// [`limits::FORCE_RELEASES_REMEMBERED`]).
+    pub fn force_releases(&self) -> impl Iterator<Item = &ForceReleaseRecord> {
+        self.force_releases.iter()
+    }
+}

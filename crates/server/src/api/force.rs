@@ -1,0 +1,108 @@
+//! `Lock.ForceRelease`: the break-glass release. Validates at the boundary
+//! (request size, name, reason and caller, each error naming its limit),
+//! proposes a `ForceRelease`, and maps the reply. The core decides whether
+//! the named token still holds the lock and whether an unfenced holder may
+//! be freed; the handler only logs what an operator did.
+
+use super::lease::unexpected;
+use super::{check_request_size, ApiError, Node};
+use leasehold_core::{Command, LockName, Reply, Token};
+use leasehold_proto::v1::{ForceReleaseRequest, ForceReleaseResponse};
+
+/// Validates a force release and turns it into the command to propose.
+fn parse(request: ForceReleaseRequest) -> Result<Command, ApiError> {
+    check_request_size(&request)?;
+    let command = Command::ForceRelease {
+        name: LockName::parse(&request.name)?,
+        expected_token: Token(request.expected_token),
+        reason: request.reason,
+        caller: request.caller,
+        allow_unfenced: request.allow_unfenced,
+        revoke_lease: request.revoke_lease,
+    };
+    command.validate()?;
+    Ok(command)
+}
+
+/// Validates and performs one force release.
+pub async fn force_release(
+    node: &Node,
+    request: ForceReleaseRequest,
+) -> Result<ForceReleaseResponse, ApiError> {
+    let command = parse(request)?;
+    if let Command::ForceRelease {
+        name,
+        expected_token,
+        reason,
+        caller,
+        ..
+    } = &command
+    {
+        tracing::warn!(%name, token = expected_token.0, caller, reason, "force release requested");
+    }
+    let (outcome, revision) = node.propose(command).await?;
+    match outcome? {
+        Reply::ForceReleased {
+            lease,
+            released,
+            lease_revoked,
+        } => {
+            tracing::warn!(
+                lease = lease.0,
+                ?released,
+                lease_revoked,
+                "force release applied"
+            );
+            Ok(ForceReleaseResponse {
+                header: node.header(revision),
+                lease: lease.0,
+                revoked_lease: lease_revoked,
+                released: released.iter().map(|name| name.to_string()).collect(),
+            })
+        }
+        other => Err(unexpected("ForceRelease", &other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leasehold_core::limits;
+
+    fn request(reason: &str) -> ForceReleaseRequest {
+        ForceReleaseRequest {
+            name: "db".into(),
+            expected_token: 7,
+            reason: reason.into(),
+            allow_unfenced: false,
+            revoke_lease: true,
+            caller: "ops@bastion".into(),
+        }
+    }
+
+    fn refusal(request: ForceReleaseRequest) -> String {
+        parse(request).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn force_release_is_validated_at_the_boundary_naming_the_limit() {
+        let Ok(Command::ForceRelease {
+            expected_token,
+            revoke_lease,
+            ..
+        }) = parse(request("hung"))
+        else {
+            panic!("a valid request was refused");
+        };
+        assert_eq!((expected_token, revoke_lease), (Token(7), true));
+        assert!(refusal(request("")).contains("invalid reason"));
+        let long = "r".repeat(limits::FORCE_REASON_BYTES_MAX + 1);
+        assert!(refusal(request(&long)).contains("FORCE_REASON_BYTES_MAX"));
+        let mut caller = request("hung");
+        caller.caller = "c".repeat(limits::FORCE_CALLER_BYTES_MAX + 1);
+        assert!(refusal(caller).contains("FORCE_CALLER_BYTES_MAX"));
+        let mut name = request("hung");
+        name.name = String::new();
+        assert!(refusal(name).contains("invalid name"));
+    }
+}
