@@ -79,6 +79,26 @@ pub fn lock_rows(locks: &[LockInfo]) -> Vec<Vec<String>> {
     rows
 }
 
+/// A lock's waiters, one line each after a count line, indented by `indent`
+/// (the count line by `indent` minus two spaces).
+pub fn waiters_human(waiters: &[leasehold_proto::v1::Waiter], indent: &str) -> String {
+    let head = indent.strip_prefix("  ").unwrap_or("");
+    let mut out = format!("{head}waiters: {}\n", waiters.len());
+    for (i, w) in waiters.iter().enumerate() {
+        let owner = w
+            .owner
+            .as_ref()
+            .map(owner_human)
+            .unwrap_or_else(|| "-".into());
+        out.push_str(&format!(
+            "{indent}{}. lease {} owner {owner}\n",
+            i + 1,
+            w.lease
+        ));
+    }
+    out
+}
+
 /// `owner@host pid N` in one word-ish field.
 pub fn owner_human(o: &OwnerInfo) -> String {
     let mut text = o.owner.clone();

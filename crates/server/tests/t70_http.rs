@@ -3,35 +3,18 @@
 
 mod common;
 
-use common::{acquire, grant, TestServer};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+#[path = "support/prometheus.rs"]
+mod prometheus;
 
-async fn http_get(server: &TestServer, path: &str) -> (u16, String) {
-    let addr = server.endpoint.trim_start_matches("http://");
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("not an HTTP response: {response:?}"));
-    let body = response
-        .split("\r\n\r\n")
-        .nth(1)
-        .unwrap_or_default()
-        .to_owned();
-    (status, body)
-}
+use common::{acquire, grant, TestServer};
+use prometheus::http_get;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_readiness_and_metrics_are_served_on_the_grpc_port() {
     let server = TestServer::start().await;
-    let (status, body) = http_get(&server, "/healthz").await;
+    let (status, body) = http_get(&server.endpoint, "/healthz").await;
     assert_eq!((status, body.trim()), (200, "ok"));
-    let (status, body) = http_get(&server, "/readyz").await;
+    let (status, body) = http_get(&server.endpoint, "/readyz").await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("leader: node 1"), "{body}");
 
@@ -43,7 +26,7 @@ async fn health_readiness_and_metrics_are_served_on_the_grpc_port() {
         .acquire(acquire(lease, "m", 0))
         .await
         .unwrap();
-    let (status, body) = http_get(&server, "/metrics").await;
+    let (status, body) = http_get(&server.endpoint, "/metrics").await;
     assert_eq!(status, 200);
     for metric in [
         "leasehold_locks_granted_total",
@@ -57,7 +40,7 @@ async fn health_readiness_and_metrics_are_served_on_the_grpc_port() {
             "{metric} missing from /metrics:\n{body}"
         );
     }
-    let (status, _) = http_get(&server, "/no-such-page").await;
+    let (status, _) = http_get(&server.endpoint, "/no-such-page").await;
     assert_eq!(status, 404);
     server.stop().await;
 }

@@ -13,7 +13,7 @@
 use super::{revision, Global};
 use crate::duration;
 use crate::error::CliError;
-use crate::output::{lock_json, owner_human, print_json};
+use crate::output::{lock_json, owner_human, print_json, waiters_human};
 use leasehold_proto::v1::lock_client::LockClient;
 use leasehold_proto::v1::{ForceReleaseRequest, GetLockRequest, LockInfo};
 use serde_json::json;
@@ -157,14 +157,6 @@ fn evidence(lock: &LockInfo, now_unix_ms: i64) -> String {
         ago(h.lease_renewed_unix_ms),
         ago(h.acquired_unix_ms),
     ));
-    out.push_str(&format!("  waiters: {}\n", lock.waiters.len()));
-    for (i, w) in lock.waiters.iter().enumerate() {
-        let owner = w
-            .owner
-            .as_ref()
-            .map(owner_human)
-            .unwrap_or_else(|| "-".into());
-        out.push_str(&format!("    {}. lease {} owner {owner}\n", i + 1, w.lease));
-    }
+    out.push_str(&waiters_human(&lock.waiters, "    "));
     out
 }

@@ -5,7 +5,7 @@
 use super::{revision, Global};
 use crate::duration;
 use crate::error::CliError;
-use crate::output::{lock_json, owner_human, print_json};
+use crate::output::{lock_json, owner_human, print_json, waiters_human};
 use leasehold_proto::v1::lock_client::LockClient;
 use leasehold_proto::v1::{GetLockRequest, LockInfo};
 use std::time::Duration;
@@ -75,14 +75,6 @@ fn human(lock: &LockInfo) -> String {
         )),
         None => out.push_str("holder: none\n"),
     }
-    out.push_str(&format!("waiters: {}\n", lock.waiters.len()));
-    for (i, w) in lock.waiters.iter().enumerate() {
-        let owner = w
-            .owner
-            .as_ref()
-            .map(owner_human)
-            .unwrap_or_else(|| "-".into());
-        out.push_str(&format!("  {}. lease {} owner {owner}\n", i + 1, w.lease));
-    }
+    out.push_str(&waiters_human(&lock.waiters, "  "));
     out
 }
