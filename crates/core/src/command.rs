@@ -104,8 +104,13 @@ pub enum Command {
         token: Token,
         request_id: Option<RequestId>,
     },
-    /// A waiter's deadline passed or its caller went away: leave the queue.
-    CancelWait { lease: LeaseId, name: LockName },
+    /// A waiter's deadline passed (`timed_out`) or its caller went away:
+    /// leave the queue.
+    CancelWait {
+        lease: LeaseId,
+        name: LockName,
+        timed_out: bool,
+    },
     /// Leader timer: the lock delay that began when the holder with `token`
     /// expired is over.
     EndLockDelay { name: LockName, token: Token },

@@ -67,7 +67,10 @@ pub enum FreeCause {
 /// Why a waiter left a queue without being granted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum WaitEndCause {
+    /// The caller went away (its stream or request was dropped).
     Cancelled,
+    /// The waiter's deadline passed.
+    TimedOut,
     LeaseRevoked,
     LeaseExpired,
 }
@@ -106,6 +109,15 @@ pub enum Effect {
         name: LockName,
         lease: LeaseId,
         cause: WaitEndCause,
+    },
+    /// A release was refused (no such lock, not the holder, lease gone):
+    /// remembered in [`crate::State::failed_releases`] and reported as an event.
+    ReleaseFailed {
+        name: LockName,
+        lease: LeaseId,
+        token: Token,
+        /// The error the caller was told, as text.
+        error: String,
     },
     /// `name` is unavailable for `delay_ms` because the holder with `token`
     /// expired: arm a timer that proposes `EndLockDelay { name, token }`.

@@ -50,6 +50,11 @@ pub struct FailedRelease {
     pub lease: LeaseId,
     /// The token the release named.
     pub token: Token,
+    /// The lease's owner name at the time (empty if the lease was gone).
+    pub owner: String,
+    /// For a name that does not exist: existing names that look like it
+    /// (shared suffix, other prefix or hash tag, small edit distance).
+    pub nearby: Vec<String>,
     /// Proposer's wall time of the release (display only).
     pub at_unix_ms: u64,
     /// The error the caller was told, as text.
@@ -118,7 +123,11 @@ impl State {
                 token,
                 request_id,
             } => self.release(lease, name, token, request_id, at_unix_ms, &mut effects),
-            Command::CancelWait { lease, name } => Ok(self.cancel_wait(lease, &name, &mut effects)),
+            Command::CancelWait {
+                lease,
+                name,
+                timed_out,
+            } => Ok(self.cancel_wait(lease, &name, timed_out, &mut effects)),
             Command::EndLockDelay { name, token } => {
                 Ok(self.end_lock_delay(&name, token, at_unix_ms, &mut effects))
             }
@@ -277,7 +286,7 @@ impl State {
 
     /// Recent failed releases, oldest first (at most
     /// [`limits::FAILED_RELEASES_REMEMBERED`]).
-    pub fn failed_releases(&self) -> impl Iterator<Item = &FailedRelease> {
+    pub fn failed_releases(&self) -> impl DoubleEndedIterator<Item = &FailedRelease> {
         self.failed_releases.iter()
     }
 

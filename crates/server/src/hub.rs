@@ -1,17 +1,23 @@
 //! Where applied effects go. The state machine calls the hub after applying
 //! each log entry, in log order, on every node: it wakes blocked acquires,
-//! arms and disarms timers, counts what happened for `/metrics`, and logs
-//! each grant, renewal, release and expiry with its lock, lease, owner and
-//! token (one place, so `grep token=…` answers "who held it when").
+//! arms and disarms timers, counts what happened for `/metrics`, logs each
+//! grant, renewal, release and expiry with its lock, lease, owner and token
+//! (one place, so `grep token=…` answers "who held it when"), records the
+//! same as [`LockEvent`]s for `Events` and the live page, and files each
+//! finished hold under its prefix for `diagnose`.
 //!
 //! Metric labels are bounded: causes and error kinds only, never lock names,
 //! leases or owners. Every node applies the same log, so counters agree
 //! across nodes; durations are measured on this node's clock.
 
+use crate::events::{EventKind, EventLog, LockEvent};
+use crate::hold_stats::HoldStats;
 use crate::storage::ApplyListener;
 use crate::timers::Timers;
 use crate::waiters::{WaitResult, Waiters};
-use leasehold_core::{Applied, Effect, FreeCause, LeaseId, LockName, Reply, State, Token};
+use leasehold_core::{
+    Applied, Effect, FreeCause, LeaseId, LockName, Reply, State, Token, WaitEndCause,
+};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,10 +27,27 @@ use tokio::time::Instant;
 pub struct ApplyHub {
     pub waiters: Arc<Waiters>,
     pub timers: Arc<Timers>,
-    /// When each current holder (by token, unique per grant) got its lock on
-    /// this node's clock, for the hold-time histogram. Bounded by the number
-    /// of held locks: entries leave when the lock is freed.
-    held_since: Mutex<HashMap<Token, Instant>>,
+    /// Recent events, and their followers.
+    pub events: EventLog,
+    /// Recent hold times by prefix.
+    pub holds: HoldStats,
+    /// Each current holder (by token, unique per grant): when it got its
+    /// lock on this node's clock (hold-time histogram, `held for`) and its
+    /// owner (the freed event names it after the lease is gone). Bounded by
+    /// the number of held locks: entries leave when the lock is freed.
+    held: Mutex<HashMap<Token, HeldBy>>,
+}
+
+struct HeldBy {
+    since: Instant,
+    owner: String,
+}
+
+/// The log position and proposer's time of the command being routed.
+#[derive(Clone, Copy)]
+struct At {
+    revision: u64,
+    at_unix_ms: u64,
 }
 
 impl ApplyHub {
@@ -33,8 +56,18 @@ impl ApplyHub {
         ApplyHub {
             waiters,
             timers,
-            held_since: Mutex::new(HashMap::new()),
+            events: EventLog::new(),
+            holds: HoldStats::default(),
+            held: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// How long the holder with `token` has held its lock, on this node's
+    /// clock (from when this node applied the grant, or loaded it).
+    pub fn held_for(&self, token: Token) -> Option<Duration> {
+        let held = self.held.lock().expect("held poisoned");
+        let since = held.get(&token)?.since;
+        Some(self.timers.now().saturating_duration_since(since))
     }
 
     fn renewals(state: &State, lease: LeaseId) -> u64 {
@@ -49,7 +82,28 @@ impl ApplyHub {
             .map_or("?", |lease| lease.owner.owner.as_str())
     }
 
-    fn effect(&self, state: &State, effect: &Effect) {
+    fn event(
+        &self,
+        at: At,
+        kind: EventKind,
+        name: &LockName,
+        lease: LeaseId,
+        owner: &str,
+    ) -> LockEvent {
+        let _ = self;
+        LockEvent {
+            kind,
+            lock: name.to_string(),
+            lease: lease.0,
+            owner: owner.to_owned(),
+            token: 0,
+            revision: at.revision,
+            at_unix_ms: at.at_unix_ms,
+            detail: String::new(),
+        }
+    }
+
+    fn effect(&self, state: &State, at: At, effect: &Effect) {
         match effect {
             Effect::LeaseRenewed { lease, ttl_ms } => self.lease_renewed(state, *lease, *ttl_ms),
             Effect::LeaseEnded { lease, expired } => {
@@ -66,7 +120,7 @@ impl ApplyHub {
                 from_queue,
                 max_hold_ms,
             } => {
-                self.lock_granted(state, name, *lease, *token, *from_queue);
+                self.lock_granted(state, at, name, *lease, *token, *from_queue);
                 if *max_hold_ms > 0 {
                     let hold = Duration::from_millis(*max_hold_ms);
                     self.timers
@@ -81,10 +135,28 @@ impl ApplyHub {
                 forced,
             } => {
                 self.timers.hold_ended(name, *token);
-                self.lock_freed(state, name, *lease, *token, *cause, *forced);
+                self.lock_freed(state, at, name, *lease, *token, *cause, *forced);
             }
             Effect::WaiterRemoved { name, lease, cause } => {
                 self.waiters.wake(name, *lease, WaitResult::Removed(*cause));
+                if *cause == WaitEndCause::TimedOut {
+                    let owner = Self::owner(state, *lease);
+                    let event = self.event(at, EventKind::WaiterTimedOut, name, *lease, owner);
+                    self.events.record(event);
+                }
+            }
+            Effect::ReleaseFailed {
+                name,
+                lease,
+                token,
+                error,
+            } => {
+                let owner = Self::owner(state, *lease);
+                tracing::info!(lock = %name, lease = lease.0, owner, token = token.0, error = %error, "release failed");
+                let mut event = self.event(at, EventKind::ReleaseFailed, name, *lease, owner);
+                event.token = token.0;
+                event.detail = error.clone();
+                self.events.record(event);
             }
             Effect::LockDelayStarted {
                 name,
@@ -124,6 +196,7 @@ impl ApplyHub {
     fn lock_granted(
         &self,
         state: &State,
+        at: At,
         name: &LockName,
         lease: LeaseId,
         token: Token,
@@ -136,48 +209,77 @@ impl ApplyHub {
                 metrics::histogram!("leasehold_wait_seconds").record(waited.as_secs_f64());
             }
         }
-        let now = self.timers.now();
-        self.held_since
-            .lock()
-            .expect("held_since poisoned")
-            .insert(token, now);
+        let owner = Self::owner(state, lease);
+        let since = self.timers.now();
+        self.held.lock().expect("held poisoned").insert(
+            token,
+            HeldBy {
+                since,
+                owner: owner.to_owned(),
+            },
+        );
         tracing::info!(
             lock = %name,
             lease = lease.0,
-            owner = Self::owner(state, lease),
+            owner,
             token = token.0,
             from_queue,
             "lock acquired"
         );
+        let mut event = self.event(at, EventKind::Acquired, name, lease, owner);
+        event.token = token.0;
+        if from_queue {
+            event.detail = "granted from the queue".into();
+        }
+        self.events.record(event);
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn lock_freed(
         &self,
         state: &State,
+        at: At,
         name: &LockName,
         lease: LeaseId,
         token: Token,
-        cause: FreeCause,
+        free_cause: FreeCause,
         forced: bool,
     ) {
-        let cause = free_cause_label(cause);
+        let cause = free_cause_label(free_cause);
         metrics::counter!("leasehold_locks_freed_total", "cause" => cause.clone()).increment(1);
-        let since = self
-            .held_since
-            .lock()
-            .expect("held_since poisoned")
-            .remove(&token);
-        if let Some(since) = since {
-            let held = self.timers.now().saturating_duration_since(since);
-            metrics::histogram!("leasehold_hold_seconds").record(held.as_secs_f64());
+        let held = self.held.lock().expect("held poisoned").remove(&token);
+        let owner = held.as_ref().map_or_else(
+            || Self::owner(state, lease).to_owned(),
+            |held| held.owner.clone(),
+        );
+        if let Some(held) = &held {
+            let held_for = self.timers.now().saturating_duration_since(held.since);
+            metrics::histogram!("leasehold_hold_seconds").record(held_for.as_secs_f64());
+            let holder_ended_it =
+                matches!(free_cause, FreeCause::Released | FreeCause::LeaseRevoked);
+            if holder_ended_it && !forced {
+                self.holds.record(name.as_str(), held_for);
+            }
         }
-        let owner = Self::owner(state, lease);
+        let kind = match free_cause {
+            _ if forced => EventKind::ForceReleased,
+            FreeCause::Released | FreeCause::LeaseRevoked => EventKind::Released,
+            FreeCause::LeaseExpired | FreeCause::MaxHoldExceeded => EventKind::Expired,
+        };
+        let mut event = self.event(at, kind, name, lease, &owner);
+        event.token = token.0;
+        event.detail = if forced {
+            force_detail(state, lease)
+        } else {
+            cause.replace('_', " ")
+        };
         if forced {
             metrics::counter!("leasehold_force_releases_total").increment(1);
-            tracing::warn!(lock = %name, lease = lease.0, owner, token = token.0, cause = %cause, forced, "lock freed");
+            tracing::warn!(lock = %name, lease = lease.0, owner, token = token.0, cause = %cause, forced, detail = %event.detail, "lock freed");
         } else {
             tracing::info!(lock = %name, lease = lease.0, owner, token = token.0, cause = %cause, "lock freed");
         }
+        self.events.record(event);
     }
 
     /// Counts the caller-visible result of one command.
@@ -195,6 +297,18 @@ impl ApplyHub {
             }
         }
     }
+}
+
+/// A force release's reason and caller, from the incident record (the
+/// newest record for the lease: a revoke frees all its locks at once).
+fn force_detail(state: &State, lease: LeaseId) -> String {
+    state
+        .force_releases()
+        .rev()
+        .find(|record| record.lease == lease)
+        .map_or_else(String::new, |record| {
+            format!("by {}: {}", record.caller, record.reason)
+        })
 }
 
 /// `FreeCause::MaxHoldExceeded` → `max_hold_exceeded`. Derived from the
@@ -230,19 +344,23 @@ fn snake_case(camel: &str) -> String {
 }
 
 impl ApplyListener for ApplyHub {
-    fn applied(&self, state: &State, _index: u64, applied: &[Applied]) {
+    fn applied(&self, state: &State, _index: u64, at_unix_ms: u64, applied: &[Applied]) {
         for outcome in applied {
             Self::outcome(outcome);
+            let at = At {
+                revision: outcome.revision.0,
+                at_unix_ms,
+            };
             for effect in &outcome.effects {
-                self.effect(state, effect);
+                self.effect(state, at, effect);
             }
         }
         metrics::gauge!("leasehold_revision").set(state.revision().0 as f64);
     }
 
     fn reset(&self, state: &State) {
-        let mut held_since = self.held_since.lock().expect("held_since poisoned");
-        held_since.clear();
+        let mut held = self.held.lock().expect("held poisoned");
+        held.clear();
         self.timers.update(|table, now| {
             table.clear();
             for lease in state.leases() {
@@ -256,7 +374,8 @@ impl ApplyListener for ApplyHub {
                 }
                 if let Some(holder) = &lock.holder {
                     // Hold times of locks taken before the snapshot count from now.
-                    held_since.insert(holder.token, now);
+                    let owner = Self::owner(state, holder.lease).to_owned();
+                    held.insert(holder.token, HeldBy { since: now, owner });
                 }
                 if let Some(holder) = lock.holder.as_ref().filter(|h| h.max_hold_ms > 0) {
                     let hold = Duration::from_millis(holder.max_hold_ms);

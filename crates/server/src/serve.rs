@@ -47,7 +47,7 @@ pub async fn serve_on(
     let waiters = Arc::new(Waiters::default());
     let timers = Arc::new(Timers::new(clock, config.failover_margin));
     let hub = Arc::new(ApplyHub::new(waiters.clone(), timers.clone()));
-    let (log_store, state_machine) = open_storage(&config, hub).await?;
+    let (log_store, state_machine) = open_storage(&config, hub.clone()).await?;
     let state = state_machine.shared();
     let listen_ip = config.listen.ip();
     let network = raft::network::Network {
@@ -76,6 +76,7 @@ pub async fn serve_on(
         state,
         waiters,
         timers,
+        hub,
     });
     let result = serve_port(node, listener, shutdown).await;
     if let Err(error) = raft.shutdown().await {

@@ -35,7 +35,7 @@ impl Recorder {
 }
 
 impl ApplyListener for Recorder {
-    fn applied(&self, state: &State, index: u64, applied: &[Applied]) {
+    fn applied(&self, state: &State, index: u64, _at_unix_ms: u64, applied: &[Applied]) {
         let revision = state.revision().0;
         let applied = applied.to_vec();
         self.0.lock().unwrap().push(Event::Applied {

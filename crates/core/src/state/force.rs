@@ -129,7 +129,7 @@ impl State {
 
     /// Recent force releases, oldest first (at most
     /// [`limits::FORCE_RELEASES_REMEMBERED`]).
-    pub fn force_releases(&self) -> impl Iterator<Item = &ForceReleaseRecord> {
+    pub fn force_releases(&self) -> impl DoubleEndedIterator<Item = &ForceReleaseRecord> {
         self.force_releases.iter()
     }
 }

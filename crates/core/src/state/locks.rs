@@ -160,18 +160,46 @@ impl State {
             outcome
         };
         if let Err(error) = &outcome {
-            if self.failed_releases.len() == limits::FAILED_RELEASES_REMEMBERED {
-                self.failed_releases.pop_front();
-            }
-            self.failed_releases.push_back(FailedRelease {
-                name,
-                lease,
-                token,
-                at_unix_ms,
-                error: error.to_string(),
-            });
+            self.remember_failed_release(name, lease, token, error, at_unix_ms, effects);
         }
         outcome
+    }
+
+    /// Keeps a refused release for diagnosis (with the owner, and for a
+    /// name that does not exist the held names that look like it: the
+    /// wrong-key release) and reports it as an effect.
+    fn remember_failed_release(
+        &mut self,
+        name: LockName,
+        lease: LeaseId,
+        token: Token,
+        error: &LockError,
+        at_unix_ms: u64,
+        effects: &mut Vec<Effect>,
+    ) {
+        let owner = self.leases.get(&lease).map(|row| row.owner.owner.clone());
+        let nearby = match error {
+            LockError::NoSuchLock { nearby, .. } => nearby.clone(),
+            _ => Vec::new(),
+        };
+        effects.push(Effect::ReleaseFailed {
+            name: name.clone(),
+            lease,
+            token,
+            error: error.to_string(),
+        });
+        if self.failed_releases.len() == limits::FAILED_RELEASES_REMEMBERED {
+            self.failed_releases.pop_front();
+        }
+        self.failed_releases.push_back(FailedRelease {
+            name,
+            lease,
+            token,
+            owner: owner.unwrap_or_default(),
+            nearby,
+            at_unix_ms,
+            error: error.to_string(),
+        });
     }
 
     /// `release` for a live lease and a request not seen before.
@@ -209,6 +237,7 @@ impl State {
         &mut self,
         lease: LeaseId,
         name: &LockName,
+        timed_out: bool,
         effects: &mut Vec<Effect>,
     ) -> Reply {
         let Some(row) = self.leases.get_mut(&lease) else {
@@ -232,7 +261,11 @@ impl State {
         effects.push(Effect::WaiterRemoved {
             name: name.clone(),
             lease,
-            cause: WaitEndCause::Cancelled,
+            cause: if timed_out {
+                WaitEndCause::TimedOut
+            } else {
+                WaitEndCause::Cancelled
+            },
         });
         Reply::WaitEnded { holder_token: None }
     }

@@ -135,7 +135,15 @@ fn release_of_an_unknown_name_suggests_near_misses() {
             nearby: vec!["jobs/nightly".to_owned()]
         })
     );
-    assert_eq!(state.failed_releases().count(), 1);
+    let failed: Vec<_> = state.failed_releases().collect();
+    assert_eq!(failed.len(), 1);
+    // Remembered with the owner and the near miss, for `diagnose`.
+    assert_eq!(failed[0].owner, state.lease(a).unwrap().owner.owner);
+    assert_eq!(failed[0].nearby, vec!["jobs/nightly".to_owned()]);
+    assert!(matches!(
+        &applied.effects[..],
+        [Effect::ReleaseFailed { name: n, lease, .. }] if n == &name("jobs/nigthly") && *lease == a
+    ));
 }
 
 #[test]
@@ -210,6 +218,7 @@ fn a_retried_queued_acquire_rereads_the_state_instead_of_replaying_its_place() {
     let cancel = Command::CancelWait {
         lease: b,
         name: name("x"),
+        timed_out: false,
     };
     state.apply(cancel, 0);
     assert!(state.lock(&name("x")).unwrap().waiters.is_empty());

@@ -206,6 +206,7 @@ fn cancel_wait_leaves_the_queue_or_reports_the_hold() {
             Command::CancelWait {
                 lease,
                 name: name("x"),
+                timed_out: true,
             },
             0,
         )
@@ -217,7 +218,7 @@ fn cancel_wait_leaves_the_queue_or_reports_the_hold() {
     let removed = Effect::WaiterRemoved {
         name: name("x"),
         lease: b,
-        cause: WaitEndCause::Cancelled,
+        cause: WaitEndCause::TimedOut,
     };
     assert_eq!(left.effects, vec![removed]);
     assert!(state.lease(b).unwrap().waits.is_empty());

@@ -162,6 +162,7 @@ pub fn to_command(op: &Op, state: &State, slots: &[LeaseId; SLOTS], step: usize)
         Op::Cancel { slot, lock } => Command::CancelWait {
             lease: slots[slot],
             name: name(lock),
+            timed_out: slot % 2 == 0,
         },
         Op::EndDelay { lock, right } => {
             let delay = state.lock(&name(lock)).and_then(|l| l.delay.as_ref());

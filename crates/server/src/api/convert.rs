@@ -83,6 +83,12 @@ pub fn lock_to_wire(node: &Node, state: &State, lock: &Lock) -> pb::LockInfo {
         lease_renewed_unix_ms: state
             .lease(holder.lease)
             .map_or(0, |l| l.renewed_unix_ms as i64),
+        renewals: state.lease(holder.lease).map_or(0, |l| l.renewals),
+        held_ms: node
+            .hub
+            .held_for(holder.token)
+            .map_or(0, |held| held.as_millis() as u64),
+        lock_delay_ms: holder.lock_delay_ms,
         metadata: holder
             .metadata
             .iter()
@@ -99,10 +105,13 @@ pub fn lock_to_wire(node: &Node, state: &State, lock: &Lock) -> pb::LockInfo {
             wait_ms: waiter.wait_ms,
         })
         .collect();
+    let usual = node.hub.holds.summary(lock.name.as_str());
     pb::LockInfo {
         name: lock.name.to_string(),
         holder,
         waiters,
+        prefix_hold_p99_ms: usual.map_or(0, |usual| usual.p99.as_millis() as u64),
+        prefix_holds: usual.map_or(0, |usual| usual.holds as u32),
         lock_delay_remaining_ms: lock.delay.as_ref().map_or(0, |delay| {
             node.timers
                 .delay_remaining(&lock.name, delay.token)

@@ -1,10 +1,11 @@
 //! `leasehold.v1.Lock`: acquire (see `acquire.rs`), release, get, list,
-//! the session stream (see `session.rs`) and the break-glass force release
-//! (see `force.rs`).
+//! the session stream (see `session.rs`), the break-glass force release
+//! (see `force.rs`) and the incident memories (see `incidents.rs`).
 
 use super::acquire::acquire;
 use super::convert::lock_to_wire;
 use super::force::force_release;
+use super::incidents::incidents;
 use super::lease::unexpected;
 use super::session;
 use super::stream::AnswerStream;
@@ -13,8 +14,8 @@ use leasehold_core::{limits, Command, LockError, LockName, Reply, RequestId, Tok
 use leasehold_proto::v1::lock_server::Lock;
 use leasehold_proto::v1::{
     AcquireRequest, AcquireResponse, ForceReleaseRequest, ForceReleaseResponse, GetLockRequest,
-    GetLockResponse, ListLocksRequest, ListLocksResponse, ReleaseRequest, ReleaseResponse,
-    SessionRequest, SessionResponse,
+    GetLockResponse, IncidentsRequest, IncidentsResponse, ListLocksRequest, ListLocksResponse,
+    ReleaseRequest, ReleaseResponse, SessionRequest, SessionResponse,
 };
 use std::sync::Arc;
 use tonic::{Request, Response, Status, Streaming};
@@ -76,6 +77,13 @@ impl Lock for LockApi {
         Ok(Response::new(
             force_release(&self.node, request.into_inner()).await?,
         ))
+    }
+
+    async fn incidents(
+        &self,
+        _request: Request<IncidentsRequest>,
+    ) -> Result<Response<IncidentsResponse>, Status> {
+        Ok(Response::new(incidents(&self.node)))
     }
 
     type SessionStream = AnswerStream<SessionResponse>;

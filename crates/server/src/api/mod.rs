@@ -4,10 +4,11 @@
 
 mod acquire;
 mod cluster;
-mod convert;
+pub(crate) mod convert;
 mod error;
 mod fenced;
 mod force;
+mod incidents;
 mod keepalive_stream;
 mod lease;
 mod lock;
@@ -22,6 +23,7 @@ pub use lease::LeaseApi;
 pub use lock::LockApi;
 
 use crate::clock::wall_unix_ms;
+use crate::hub::ApplyHub;
 use crate::proposer::Proposer;
 use crate::raft::types::Raft;
 use crate::storage::SharedState;
@@ -45,6 +47,9 @@ pub struct Node {
     pub waiters: Arc<Waiters>,
     /// Lease deadlines (for remaining time in replies).
     pub timers: Arc<Timers>,
+    /// Applied effects: recent events and their followers, hold times by
+    /// prefix, how long each holder has held its lock.
+    pub hub: Arc<ApplyHub>,
 }
 
 impl Node {

@@ -76,7 +76,7 @@ impl QueuedWait {
         match cause {
             WaitEndCause::LeaseExpired => LockError::LeaseExpired { lease: self.lease }.into(),
             WaitEndCause::LeaseRevoked => LockError::LeaseNotFound { lease: self.lease }.into(),
-            WaitEndCause::Cancelled => ApiError::WaitTimeout {
+            WaitEndCause::Cancelled | WaitEndCause::TimedOut => ApiError::WaitTimeout {
                 name: self.name.to_string(),
                 waited_ms,
             },
@@ -88,6 +88,7 @@ impl QueuedWait {
         let command = Command::CancelWait {
             lease: self.lease,
             name: self.name.clone(),
+            timed_out: true,
         };
         let (outcome, _) = self.node.propose(command).await?;
         match outcome? {
@@ -114,6 +115,7 @@ impl Drop for QueuedWait {
         let command = Command::CancelWait {
             lease: self.lease,
             name: self.name.clone(),
+            timed_out: false,
         };
         tokio::spawn(async move {
             let _ = node.proposer.propose(command).await;

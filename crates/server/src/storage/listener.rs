@@ -12,9 +12,10 @@ use leasehold_core::{Applied, State};
 /// not block, and must not call [`SharedState::read`](super::SharedState::read)
 /// (the lock is not reentrant). Use the `state` argument instead.
 pub trait ApplyListener: Send + Sync + 'static {
-    /// A normal entry at log `index` was applied; `applied` holds one element
-    /// per command, in order. `state` is the state after the whole entry.
-    fn applied(&self, state: &State, index: u64, applied: &[Applied]);
+    /// A normal entry at log `index`, proposed at wall time `at_unix_ms`
+    /// (display only), was applied; `applied` holds one element per
+    /// command, in order. `state` is the state after the whole entry.
+    fn applied(&self, state: &State, index: u64, at_unix_ms: u64, applied: &[Applied]);
 
     /// The state was replaced wholesale (snapshot installed, or loaded from a
     /// snapshot at open): rebuild everything derived from it, e.g. timers.
@@ -26,7 +27,7 @@ pub trait ApplyListener: Send + Sync + 'static {
 pub struct NoopListener;
 
 impl ApplyListener for NoopListener {
-    fn applied(&self, _state: &State, _index: u64, _applied: &[Applied]) {}
+    fn applied(&self, _state: &State, _index: u64, _at_unix_ms: u64, _applied: &[Applied]) {}
 
     fn reset(&self, _state: &State) {}
 }

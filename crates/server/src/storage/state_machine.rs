@@ -73,8 +73,12 @@ impl StateMachineStore {
                             .map(|command| applied.state.apply(command, at_unix_ms))
                             .collect(),
                     };
-                    self.listener
-                        .applied(&applied.state, entry.log_id.index, &outcome.applied);
+                    self.listener.applied(
+                        &applied.state,
+                        entry.log_id.index,
+                        at_unix_ms,
+                        &outcome.applied,
+                    );
                     outcome
                 }
                 EntryPayload::Membership(membership) => {

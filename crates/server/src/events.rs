@@ -1,0 +1,201 @@
+//! The event log: what happened to locks, as operators ask about it
+//! ("who held it when, who released what, whose wait ran out").
+//!
+//! The apply hub records an event for each grant, release, expiry, force
+//! release, timed-out waiter and refused release, in log order, on every
+//! node (each node applies the same log, so any node can answer). The
+//! last [`EVENTS_REMEMBERED`] events are kept in memory for the live page
+//! and for `leasehold events` without `--follow`; followers subscribe to a
+//! broadcast channel that carries each new event once. Events are not
+//! replicated state: a restarted node remembers the events of the entries it
+//! re-applied since its latest snapshot.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use tokio::sync::broadcast;
+
+/// Events kept for replay (oldest forgotten first).
+pub const EVENTS_REMEMBERED: usize = 1_024;
+/// Events a follower may fall behind by before its stream is ended with an
+/// error (it can reconnect and replay the recent ones).
+pub const EVENTS_FOLLOW_BUFFER: usize = 4_096;
+
+/// What happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// A lease was granted the lock (at once or from the queue).
+    Acquired,
+    /// The holder released the lock, or revoked its lease.
+    Released,
+    /// The holder's lease expired, or it exceeded its max-hold.
+    Expired,
+    /// An operator freed the lock from its holder (break-glass).
+    ForceReleased,
+    /// A queued acquire's wait ran out before it was granted.
+    WaiterTimedOut,
+    /// A release was refused (no such lock, not the holder, lease gone).
+    ReleaseFailed,
+}
+
+impl EventKind {
+    /// Every kind, in the order above.
+    pub const ALL: [EventKind; 6] = [
+        EventKind::Acquired,
+        EventKind::Released,
+        EventKind::Expired,
+        EventKind::ForceReleased,
+        EventKind::WaiterTimedOut,
+        EventKind::ReleaseFailed,
+    ];
+
+    /// The kind's stable name, as shown and sent: `force-released`, ….
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Acquired => "acquired",
+            EventKind::Released => "released",
+            EventKind::Expired => "expired",
+            EventKind::ForceReleased => "force-released",
+            EventKind::WaiterTimedOut => "waiter-timed-out",
+            EventKind::ReleaseFailed => "release-failed",
+        }
+    }
+}
+
+impl std::fmt::Display for EventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockEvent {
+    pub kind: EventKind,
+    /// The lock's name.
+    pub lock: String,
+    /// The lease concerned: holder, waiter or releaser.
+    pub lease: u64,
+    /// That lease's owner name (empty if unknown).
+    pub owner: String,
+    /// The fencing token concerned (0 for a waiter).
+    pub token: u64,
+    /// The revision after the command that caused the event.
+    pub revision: u64,
+    /// The proposer's wall time of that command, Unix ms.
+    pub at_unix_ms: u64,
+    /// More about it: how a lock was freed (`lease revoked`, `max hold
+    /// exceeded`), a force release's reason and caller, a release's error.
+    pub detail: String,
+}
+
+/// Recent events, and a channel for new ones.
+pub struct EventLog {
+    recent: Mutex<VecDeque<LockEvent>>,
+    sender: broadcast::Sender<LockEvent>,
+}
+
+impl Default for EventLog {
+    fn default() -> Self {
+        EventLog::new()
+    }
+}
+
+impl EventLog {
+    /// An empty log.
+    pub fn new() -> EventLog {
+        let (sender, _) = broadcast::channel(EVENTS_FOLLOW_BUFFER);
+        EventLog {
+            recent: Mutex::new(VecDeque::with_capacity(EVENTS_REMEMBERED)),
+            sender,
+        }
+    }
+
+    /// Keeps `event` and sends it to every follower.
+    pub fn record(&self, event: LockEvent) {
+        let mut recent = self.recent.lock().expect("event log poisoned");
+        if recent.len() == EVENTS_REMEMBERED {
+            recent.pop_front();
+        }
+        recent.push_back(event.clone());
+        // Sent under the lock, so a follower that subscribes and then reads
+        // the recent events sees each event exactly once (see `follow`).
+        let _no_followers_is_fine = self.sender.send(event);
+    }
+
+    /// The last `limit` remembered events whose lock starts with `prefix`,
+    /// oldest first.
+    pub fn recent(&self, prefix: &str, limit: usize) -> Vec<LockEvent> {
+        let recent = self.recent.lock().expect("event log poisoned");
+        let mut matching: Vec<LockEvent> = recent
+            .iter()
+            .rev()
+            .filter(|event| event.lock.starts_with(prefix))
+            .take(limit)
+            .cloned()
+            .collect();
+        matching.reverse();
+        matching
+    }
+
+    /// The last `replay` matching events and a receiver of every later
+    /// event (not yet filtered by prefix), with no gap and no repeat.
+    pub fn follow(
+        &self,
+        prefix: &str,
+        replay: usize,
+    ) -> (Vec<LockEvent>, broadcast::Receiver<LockEvent>) {
+        let recent = self.recent.lock().expect("event log poisoned");
+        let receiver = self.sender.subscribe();
+        let mut matching: Vec<LockEvent> = recent
+            .iter()
+            .rev()
+            .filter(|event| event.lock.starts_with(prefix))
+            .take(replay)
+            .cloned()
+            .collect();
+        matching.reverse();
+        (matching, receiver)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(lock: &str, token: u64) -> LockEvent {
+        LockEvent {
+            kind: EventKind::Acquired,
+            lock: lock.into(),
+            lease: 1,
+            owner: "me".into(),
+            token,
+            revision: token,
+            at_unix_ms: 0,
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn recent_is_bounded_filtered_and_oldest_first() {
+        let log = EventLog::new();
+        for token in 0..(EVENTS_REMEMBERED as u64 + 5) {
+            log.record(event(if token % 2 == 0 { "a/x" } else { "b/x" }, token));
+        }
+        let a = log.recent("a/", 3);
+        let tokens: Vec<u64> = a.iter().map(|e| e.token).collect();
+        let last_even = EVENTS_REMEMBERED as u64 + 4;
+        assert_eq!(tokens, vec![last_even - 4, last_even - 2, last_even]);
+        assert_eq!(log.recent("", usize::MAX).len(), EVENTS_REMEMBERED);
+    }
+
+    #[tokio::test]
+    async fn follow_replays_then_streams_without_gap_or_repeat() {
+        let log = EventLog::new();
+        log.record(event("a", 1));
+        let (replayed, mut receiver) = log.follow("", 10);
+        log.record(event("a", 2));
+        assert_eq!(replayed.iter().map(|e| e.token).collect::<Vec<_>>(), [1]);
+        assert_eq!(receiver.recv().await.unwrap().token, 2);
+        assert!(receiver.try_recv().is_err());
+    }
+}
