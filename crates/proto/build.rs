@@ -3,8 +3,10 @@
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = "../../proto";
-    let files = ["lease", "lock", "cluster", "raft", "common", "fenced"]
-        .map(|name| format!("{root}/leasehold/v1/{name}.proto"));
+    let files = [
+        "lease", "lock", "cluster", "raft", "common", "fenced", "events",
+    ]
+    .map(|name| format!("{root}/leasehold/v1/{name}.proto"));
     for file in &files {
         println!("cargo:rerun-if-changed={file}");
     }

@@ -10,17 +10,21 @@
 mod bench;
 mod commands;
 mod connect;
+mod diagnosis;
 mod duration;
 mod error;
 mod exit;
+mod lock_view;
 mod output;
 mod owner;
 mod supervise;
+mod wall_time;
 
 use clap::{Parser, Subcommand};
 use commands::{
     acquire, fenced, force_release, get, lease, lock, ls, member, release, serve, status, Global,
 };
+use commands::{diagnose, events};
 use error::CliError;
 use exit::Exit;
 use std::process::ExitCode;
@@ -52,6 +56,13 @@ enum Command {
     Release(release::ReleaseArgs),
     /// Break-glass: frees a lock from a holder that will not let go.
     ForceRelease(force_release::ForceReleaseArgs),
+    /// Prints what happened to locks (acquired, released, expired, ...);
+    /// with --follow, each new event as it happens.
+    Events(events::EventsArgs),
+    /// Samples locks twice and says, with evidence, which are healthy,
+    /// orphaned, renewing past their work, held by a gone owner, released
+    /// under the wrong key, or starving waiters; and reports clock skew.
+    Diagnose(diagnose::DiagnoseArgs),
     /// Describes one lock.
     Get(get::GetArgs),
     /// Lists locks by name prefix.
@@ -121,6 +132,8 @@ async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
         Command::Acquire(args) => acquire::run(args, global).await,
         Command::Release(args) => release::run(args, global).await,
         Command::ForceRelease(args) => force_release::run(args, global).await,
+        Command::Events(args) => events::run(args, global).await,
+        Command::Diagnose(args) => diagnose::run(args, global).await,
         Command::Get(args) => get::run(args, global).await,
         Command::Ls(args) => ls::run(args, global).await,
         Command::Fenced { cmd } => fenced::run(cmd, global).await,

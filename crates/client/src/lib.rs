@@ -86,7 +86,7 @@ pub use leasehold_core::{LeaseId, Token};
 pub use loss::{LockLost, LossCause};
 pub use name::{IntoLockName, LockName};
 pub use options::ClientOptions;
-pub use owner::owner_info;
+pub use owner::{owner_info, owner_process, OwnerProcess};
 pub use release::ReleaseOutcome;
 pub use request_id::new_request_id;
 pub use tokio_util::sync::CancellationToken;

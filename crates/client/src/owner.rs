@@ -14,7 +14,7 @@ pub fn owner_info(owner: Option<String>, labels: Vec<(String, String)>) -> Owner
         owner,
         host,
         pid: std::process::id(),
-        process_start_unix_ms: process_start_unix_ms().unwrap_or(0),
+        process_start_unix_ms: process_start_unix_ms("self").unwrap_or(0),
         labels: labels.into_iter().collect(),
     }
 }
@@ -47,11 +47,46 @@ fn hostname() -> String {
 /// on every Linux architecture we build for.
 const CLOCK_TICKS_PER_SEC: u64 = 100;
 
-/// This process's start time, Unix ms: boot time (`btime` in /proc/stat) plus
-/// the start time in ticks since boot (field 22 of /proc/self/stat). Display
-/// only: with the pid it identifies the process across pid reuse.
-fn process_start_unix_ms() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+/// Whether the process an owner names still runs, as far as this host can
+/// tell: what `diagnose` calls `owner-gone`, and what `force-release`
+/// shows before it acts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OwnerProcess {
+    /// The pid runs here, with the recorded start time (or none recorded).
+    Running,
+    /// No process with that pid runs here.
+    Gone,
+    /// The pid runs here but started at another time: the owner is gone and
+    /// its pid was reused.
+    PidReused { started_unix_ms: u64 },
+    /// The owner is on another host (or names none): this host cannot tell.
+    OtherHost,
+}
+
+/// Looks for `owner`'s process on this host (by pid and start time).
+pub fn owner_process(owner: &OwnerInfo) -> OwnerProcess {
+    if owner.host.is_empty() || owner.host != hostname() || owner.pid == 0 {
+        return OwnerProcess::OtherHost;
+    }
+    match process_start_unix_ms(&owner.pid.to_string()) {
+        None => OwnerProcess::Gone,
+        Some(started)
+            if owner.process_start_unix_ms != 0 && started != owner.process_start_unix_ms =>
+        {
+            OwnerProcess::PidReused {
+                started_unix_ms: started,
+            }
+        }
+        Some(_) => OwnerProcess::Running,
+    }
+}
+
+/// A process's start time, Unix ms: boot time (`btime` in /proc/stat) plus
+/// the start time in ticks since boot (field 22 of /proc/PID/stat; `pid` is
+/// a number or `self`). Display and liveness only: with the pid it
+/// identifies the process across pid reuse. `None` if no such process.
+fn process_start_unix_ms(pid: &str) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Field 2 (comm) may contain spaces and parentheses: fields after the
     // last ')' start at field 3.
     let after_comm = &stat[stat.rfind(')')? + 1..];
@@ -69,6 +104,32 @@ fn process_start_unix_ms() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn owner_process_tells_running_gone_reused_and_elsewhere() {
+        let me = owner_info(None, vec![]);
+        assert_eq!(owner_process(&me), OwnerProcess::Running);
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let exited = OwnerInfo {
+            pid: child.id(),
+            ..me.clone()
+        };
+        child.wait().unwrap();
+        assert_eq!(owner_process(&exited), OwnerProcess::Gone);
+        let reused = OwnerInfo {
+            process_start_unix_ms: me.process_start_unix_ms - 60_000,
+            ..me.clone()
+        };
+        assert!(matches!(
+            owner_process(&reused),
+            OwnerProcess::PidReused { started_unix_ms } if started_unix_ms == me.process_start_unix_ms
+        ));
+        let elsewhere = OwnerInfo {
+            host: format!("not-{}", me.host),
+            ..me
+        };
+        assert_eq!(owner_process(&elsewhere), OwnerProcess::OtherHost);
+    }
 
     #[test]
     fn default_owner_names_the_program() {

@@ -35,7 +35,7 @@ mod lease;
 pub mod limits;
 mod lock;
 mod name;
-mod nearby;
+pub mod nearby;
 pub mod outcome;
 mod state;
 

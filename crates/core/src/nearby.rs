@@ -23,10 +23,42 @@ const NEIGHBOURS_MAX: usize = 64;
 /// Edit-distance table cells computed per suggestion, at most.
 const CELLS_BUDGET: usize = 2_000_000;
 
+/// Whether `name` looks like `wanted` (a different name): the same leaf
+/// under another prefix or hash tag (`prod/jobs/nightly` vs `jobs/nightly`,
+/// `{billing}:run` vs `{payments}:run`), or an edit distance (with
+/// transpositions) of at most max(3, len/4). `diagnose` uses this to pair a
+/// release that named a missing lock with the lock the caller holds.
+pub fn looks_alike(wanted: &str, name: &str) -> bool {
+    if wanted == name {
+        return false;
+    }
+    if same_leaf(wanted, name) {
+        return true;
+    }
+    let wanted_chars: Vec<char> = wanted.chars().collect();
+    let chars: Vec<char> = name.chars().collect();
+    let bound = (wanted_chars.len() / 4).max(3);
+    chars.len().abs_diff(wanted_chars.len()) <= bound
+        && bounded_distance(&wanted_chars, &chars, bound).is_some()
+}
+
+/// The last part of a name: after its last `/`, `:` or `}`.
+fn leaf(name: &str) -> &str {
+    name.rfind(['/', ':', '}'])
+        .map_or(name, |at| &name[at + 1..])
+}
+
+/// Both names end with the same non-empty leaf under different prefixes.
+fn same_leaf(a: &str, b: &str) -> bool {
+    a != b && !leaf(a).is_empty() && leaf(a) != a && leaf(a) == leaf(b)
+}
+
 /// Up to [`limits::NEARBY_NAMES_MAX`] names from `table` most similar to
 /// `wanted`: smallest edit distance (with transpositions) first, ties broken
 /// by longest common prefix, then name order. A name qualifies if its
-/// distance is at most max(3, len/4) or it has the same parent path.
+/// distance is at most max(3, len/4), it has the same parent path, or it
+/// has the same leaf under another prefix or hash tag (ranked after the
+/// near spellings).
 pub(crate) fn nearby_names<V>(table: &BTreeMap<LockName, V>, wanted: &str) -> Vec<String> {
     let wanted_chars: Vec<char> = wanted.chars().collect();
     let bound = (wanted_chars.len() / 4).max(3);
@@ -35,8 +67,9 @@ pub(crate) fn nearby_names<V>(table: &BTreeMap<LockName, V>, wanted: &str) -> Ve
     let mut scored: Vec<(usize, Reverse<usize>, &str)> = Vec::new();
     for name in candidates(table, wanted) {
         let same_parent = wanted_parent.is_some() && parent(name) == wanted_parent;
+        let qualifies = same_parent || same_leaf(wanted, name);
         let chars: Vec<char> = name.chars().collect();
-        if !same_parent && chars.len().abs_diff(wanted_chars.len()) > bound {
+        if !qualifies && chars.len().abs_diff(wanted_chars.len()) > bound {
             continue;
         }
         let cells = (chars.len() + 1) * (wanted_chars.len() + 1);
@@ -45,7 +78,7 @@ pub(crate) fn nearby_names<V>(table: &BTreeMap<LockName, V>, wanted: &str) -> Ve
         }
         budget -= cells;
         let distance = bounded_distance(&wanted_chars, &chars, bound);
-        if distance.is_none() && !same_parent {
+        if distance.is_none() && !qualifies {
             continue;
         }
         let common = common_prefix_chars(wanted, name);
@@ -173,6 +206,25 @@ mod tests {
             nearby_names(&t, "jobs/a"),
             vec!["jobs/weekly-report-generation".to_owned()]
         );
+    }
+
+    #[test]
+    fn same_leaf_under_another_prefix_or_hash_tag_qualifies() {
+        let t = table(&["prod/reports/nightly", "{billing}:invoice-run", "x/y"]);
+        assert_eq!(
+            nearby_names(&t, "reports/nightly"),
+            vec!["prod/reports/nightly".to_owned()]
+        );
+        assert_eq!(
+            nearby_names(&t, "{payments-eu}:invoice-run"),
+            vec!["{billing}:invoice-run".to_owned()]
+        );
+        assert!(looks_alike("reports/nightly", "prod/reports/nightly"));
+        assert!(looks_alike("{a}:run", "{bbbbbbbb}:run"));
+        assert!(looks_alike("jobs/nigthly", "jobs/nightly"));
+        assert!(!looks_alike("jobs/nightly", "jobs/nightly"));
+        assert!(!looks_alike("jobs/a", "jobs/weekly-report-generation"));
+        assert!(!looks_alike("nightly", "payments/ledger"));
     }
 
     #[test]

@@ -116,8 +116,8 @@ pub enum Effect {
         name: LockName,
         lease: LeaseId,
         token: Token,
-        /// The error the caller was told, as text.
-        error: String,
+        /// The error the caller was told.
+        error: LockError,
     },
     /// `name` is unavailable for `delay_ms` because the holder with `token`
     /// expired: arm a timer that proposes `EndLockDelay { name, token }`.

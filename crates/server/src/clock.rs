@@ -3,6 +3,7 @@
 //! time appears only in replies (for display and skew detection) and in log
 //! entries (for display).
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use tokio::time::Instant;
 
 /// A monotonic clock.
@@ -22,10 +23,21 @@ impl Clock for TokioClock {
     }
 }
 
+/// A shift added to every wall time this process reports, in ms (0 unless a
+/// drill sets it): lets a test run a server whose wall clock disagrees with
+/// its clients', to show that only display and skew detection see it.
+static WALL_CLOCK_OFFSET_MS: AtomicI64 = AtomicI64::new(0);
+
+/// Makes this process report wall times shifted by `offset_ms` (drills only).
+pub fn set_wall_clock_offset_ms(offset_ms: i64) {
+    WALL_CLOCK_OFFSET_MS.store(offset_ms, Ordering::Relaxed);
+}
+
 /// Wall time, Unix ms, for display fields only.
 pub fn wall_unix_ms() -> u64 {
-    std::time::SystemTime::now()
+    let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+        .unwrap_or(0);
+    now.saturating_add_signed(WALL_CLOCK_OFFSET_MS.load(Ordering::Relaxed))
 }

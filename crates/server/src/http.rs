@@ -1,5 +1,6 @@
 //! Plain HTTP on the gRPC port: `/healthz` (the process serves), `/readyz`
-//! (this node knows a leader and can answer), `/metrics` (Prometheus text).
+//! (this node knows a leader and can answer), `/metrics` (Prometheus text),
+//! and the live page at `/` with its JSON (see [`crate::page`]).
 
 use crate::api::Node;
 use axum::extract::State;
@@ -14,6 +15,7 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
         .route("/metrics", get(metrics))
+        .merge(crate::page::router())
         .with_state(node)
 }
 
@@ -33,7 +35,7 @@ pub async fn not_found(request: axum::extract::Request) -> axum::response::Respo
     (
         StatusCode::NOT_FOUND,
         format!(
-            "no page {}: try /healthz, /readyz or /metrics\n",
+            "no page {}: try / (the live page), /healthz, /readyz or /metrics\n",
             request.uri().path()
         ),
     )

@@ -152,10 +152,13 @@ impl ApplyHub {
                 error,
             } => {
                 let owner = Self::owner(state, *lease);
+                let reason = variant_label(error);
+                metrics::counter!("leasehold_release_failures_total", "reason" => reason)
+                    .increment(1);
                 tracing::info!(lock = %name, lease = lease.0, owner, token = token.0, error = %error, "release failed");
                 let mut event = self.event(at, EventKind::ReleaseFailed, name, *lease, owner);
                 event.token = token.0;
-                event.detail = error.clone();
+                event.detail = error.to_string();
                 self.events.record(event);
             }
             Effect::LockDelayStarted {
@@ -268,10 +271,11 @@ impl ApplyHub {
         };
         let mut event = self.event(at, kind, name, lease, &owner);
         event.token = token.0;
-        event.detail = if forced {
-            force_detail(state, lease)
-        } else {
-            cause.replace('_', " ")
+        event.detail = match free_cause {
+            _ if forced => force_detail(state, lease),
+            // The kind says it all; other causes say how it ended.
+            FreeCause::Released | FreeCause::LeaseExpired => String::new(),
+            FreeCause::LeaseRevoked | FreeCause::MaxHoldExceeded => cause.replace('_', " "),
         };
         if forced {
             metrics::counter!("leasehold_force_releases_total").increment(1);

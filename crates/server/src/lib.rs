@@ -36,6 +36,7 @@ pub mod hold_stats;
 mod http;
 pub mod hub;
 mod metrics;
+mod page;
 pub mod proposer;
 pub mod raft;
 mod serve;

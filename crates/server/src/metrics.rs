@@ -53,6 +53,10 @@ const COUNTERS: &[(&str, &str)] = &[
         "leasehold_command_failures_total",
         "Commands the state machine refused, by error kind.",
     ),
+    (
+        "leasehold_release_failures_total",
+        "Releases refused (no such lock, not the holder, lease gone), by error kind.",
+    ),
     ("leasehold_fenced_puts_total", "Fenced puts accepted."),
     (
         "leasehold_connections_refused_total",

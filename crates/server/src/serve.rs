@@ -2,7 +2,7 @@
 //! port. The order matters: the apply hub exists before storage opens (replay
 //! at start-up already feeds it), and the timers start after Raft.
 
-use crate::api::{ClusterApi, FencedApi, LeaseApi, LockApi, Node};
+use crate::api::{ClusterApi, FencedApi, LeaseApi, LockApi, Node, WatchApi};
 use crate::clock::{Clock, TokioClock};
 use crate::connections::ConnectionLimit;
 use crate::hub::ApplyHub;
@@ -16,6 +16,7 @@ use leasehold_proto::v1::fenced_store_server::FencedStoreServer;
 use leasehold_proto::v1::lease_server::LeaseServer;
 use leasehold_proto::v1::lock_server::LockServer;
 use leasehold_proto::v1::raft_transport_server::RaftTransportServer;
+use leasehold_proto::v1::watch_server::WatchServer;
 use raft::transport::{RaftTransportApi, RAFT_MESSAGE_BYTES_MAX};
 use std::future::Future;
 use std::sync::Arc;
@@ -118,6 +119,9 @@ async fn serve_port(
         LockServer::new(LockApi::new(node.clone())).max_decoding_message_size(DECODE_BYTES_MAX),
     )
     .add_service(ClusterServer::new(ClusterApi::new(node.clone())))
+    .add_service(
+        WatchServer::new(WatchApi::new(node.clone())).max_decoding_message_size(DECODE_BYTES_MAX),
+    )
     .add_service(
         FencedStoreServer::new(FencedApi::new(node.clone()))
             .max_decoding_message_size(DECODE_BYTES_MAX),

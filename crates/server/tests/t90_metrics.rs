@@ -113,6 +113,7 @@ async fn activity_moves_the_counters_and_histograms() {
         ("leasehold_locks_freed_total", &released[..], 1.0),
         ("leasehold_locks_freed_total", &expired[..], 1.0),
         ("leasehold_command_failures_total", &not_holder[..], 1.0),
+        ("leasehold_release_failures_total", &not_holder[..], 1.0),
         ("leasehold_force_releases_total", &[][..], 0.0),
         ("leasehold_keepalive_margin_seconds_count", &[][..], 1.0),
         ("leasehold_keepalive_margin_ratio_count", &[][..], 1.0),

@@ -11,11 +11,11 @@
 //! caller (`$USER@host`) and reason are kept in the server's incident record.
 
 use super::{revision, Global};
-use crate::duration;
 use crate::error::CliError;
-use crate::output::{lock_json, owner_human, print_json, waiters_human};
+use crate::lock_view::{lock_human, lock_json};
+use crate::output::print_json;
 use leasehold_proto::v1::lock_client::LockClient;
-use leasehold_proto::v1::{ForceReleaseRequest, GetLockRequest, LockInfo};
+use leasehold_proto::v1::{ForceReleaseRequest, GetLockRequest};
 use serde_json::json;
 use std::time::Duration;
 
@@ -63,7 +63,10 @@ pub async fn run(args: ForceReleaseArgs, global: &Global) -> Result<(), CliError
         .await?;
     let now_unix_ms = seen.header.as_ref().map_or(0, |h| h.server_time_unix_ms);
     let lock = seen.lock.unwrap_or_default();
-    eprint!("{}", evidence(&lock, now_unix_ms));
+    eprint!(
+        "force-release: what it sees now:\n{}",
+        lock_human(&lock, now_unix_ms, "  ")
+    );
     let request = ForceReleaseRequest {
         name: args.name.clone(),
         expected_token: args.token,
@@ -112,51 +115,4 @@ fn caller() -> String {
     let host = leasehold_client::owner_info(None, vec![]).host;
     let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
     format!("{user}@{host}")
-}
-
-/// What the operator is about to break, for stderr.
-fn evidence(lock: &LockInfo, now_unix_ms: i64) -> String {
-    let mut out = format!("force-release: lock {}\n", lock.name);
-    let Some(h) = &lock.holder else {
-        out.push_str("  holder: none\n");
-        return out;
-    };
-    let owner = h.owner.clone().unwrap_or_default();
-    let ago = |at: i64| match at {
-        0 => "unknown".to_owned(),
-        at => format!(
-            "{} ago",
-            duration::approx(now_unix_ms.saturating_sub(at).max(0) as u64)
-        ),
-    };
-    out.push_str(&format!(
-        "  holder: lease {} token {} ({})\n",
-        h.lease,
-        h.token,
-        if h.fenced {
-            "fenced"
-        } else {
-            "NOT fenced: nothing checks its token"
-        },
-    ));
-    out.push_str(&format!(
-        "  owner: {} host {} pid {} process start {}\n",
-        owner_human(&owner),
-        if owner.host.is_empty() {
-            "-"
-        } else {
-            &owner.host
-        },
-        owner.pid,
-        owner.process_start_unix_ms,
-    ));
-    out.push_str(&format!(
-        "  lease: {} left of {}, last renewal {}, acquired {}\n",
-        duration::approx(h.lease_remaining_ms),
-        duration::human(h.lease_ttl_ms),
-        ago(h.lease_renewed_unix_ms),
-        ago(h.acquired_unix_ms),
-    ));
-    out.push_str(&waiters_human(&lock.waiters, "    "));
-    out
 }

@@ -1,11 +1,13 @@
 //! `leasehold get NAME`: describes one lock (linearizable read; with
 //! `--stale`, any node's applied state, which may be behind): holder,
-//! owner, time left on the holder's lease, and the waiters in queue order.
+//! owner and whether its process runs, acquired at and held for, lease time
+//! left, renewals and last renewal, lock delay and max hold, the usual hold
+//! under its prefix, and the waiters in queue order (see `lock_view.rs`).
 
 use super::{revision, Global};
-use crate::duration;
 use crate::error::CliError;
-use crate::output::{lock_json, owner_human, print_json, waiters_human};
+use crate::lock_view::{lock_human, lock_json};
+use crate::output::print_json;
 use leasehold_proto::v1::lock_client::LockClient;
 use leasehold_proto::v1::{GetLockRequest, LockInfo};
 use std::time::Duration;
@@ -46,35 +48,8 @@ pub async fn run(args: GetArgs, global: &Global) -> Result<(), CliError> {
         value["revision"] = revision(reply.header.as_ref()).into();
         print_json(&value);
     } else {
-        print!("{}", human(&lock));
+        let now_unix_ms = reply.header.as_ref().map_or(0, |h| h.server_time_unix_ms);
+        print!("{}", lock_human(&lock, now_unix_ms, ""));
     }
     Ok(())
-}
-
-fn human(lock: &LockInfo) -> String {
-    let mut out = format!("lock {}\n", lock.name);
-    match &lock.holder {
-        Some(h) => {
-            let owner = h
-                .owner
-                .as_ref()
-                .map(owner_human)
-                .unwrap_or_else(|| "-".into());
-            out.push_str(&format!(
-                "holder: lease {} token {}{} owner {owner}, lease remaining {} of {}\n",
-                h.lease,
-                h.token,
-                if h.fenced { " (fenced)" } else { "" },
-                duration::approx(h.lease_remaining_ms),
-                duration::human(h.lease_ttl_ms),
-            ));
-        }
-        None if lock.lock_delay_remaining_ms > 0 => out.push_str(&format!(
-            "holder: none (lock delay, {} left)\n",
-            duration::approx(lock.lock_delay_remaining_ms)
-        )),
-        None => out.push_str("holder: none\n"),
-    }
-    out.push_str(&waiters_human(&lock.waiters, "  "));
-    out
 }

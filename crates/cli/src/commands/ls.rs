@@ -4,7 +4,8 @@
 
 use super::Global;
 use crate::error::CliError;
-use crate::output::{lock_json, lock_rows, print_json, table};
+use crate::lock_view::{lock_json, lock_rows};
+use crate::output::{print_json, table};
 use leasehold_proto::v1::lock_client::LockClient;
 use leasehold_proto::v1::ListLocksRequest;
 use serde_json::Value;
@@ -50,7 +51,8 @@ pub async fn run(args: LsArgs, global: &Global) -> Result<(), CliError> {
     } else if reply.locks.is_empty() {
         eprintln!("no locks match {:?}", args.prefix);
     } else {
-        print!("{}", table(&lock_rows(&reply.locks)));
+        let now_unix_ms = reply.header.as_ref().map_or(0, |h| h.server_time_unix_ms);
+        print!("{}", table(&lock_rows(&reply.locks, now_unix_ms)));
     }
     Ok(())
 }

@@ -3,6 +3,8 @@
 //! parses and dispatches.
 
 pub mod acquire;
+pub mod diagnose;
+pub mod events;
 pub mod fenced;
 pub mod force_release;
 pub mod get;

@@ -37,6 +37,17 @@ pub struct ServeArgs {
     /// that a new member must catch up by snapshot.
     #[arg(long, hide = true, env = "LEASEHOLD_SNAPSHOT_EVERY", value_name = "N")]
     pub snapshot_every: Option<u64>,
+    /// Report wall times shifted by this many ms. Hidden: for drills that
+    /// need a server whose wall clock disagrees with its clients' (wall
+    /// time is display-only; no expiry uses it).
+    #[arg(
+        long,
+        hide = true,
+        env = "LEASEHOLD_WALL_CLOCK_OFFSET_MS",
+        value_name = "MS",
+        allow_negative_numbers = true
+    )]
+    pub wall_clock_offset_ms: Option<i64>,
     /// How log lines are written to stderr: `text` for people, `json` (one
     /// object per line, fields such as `lock`, `lease`, `owner`, `token` as
     /// keys) for log pipelines.
@@ -90,6 +101,9 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     config.join = args.join;
     if let Some(entries) = args.snapshot_every {
         config.snapshot_every_entries = entries;
+    }
+    if let Some(offset_ms) = args.wall_clock_offset_ms {
+        leasehold_server::clock::set_wall_clock_offset_ms(offset_ms);
     }
     // If something already accepts on the address, the server's bind will
     // fail; do not mistake that other process for this server.

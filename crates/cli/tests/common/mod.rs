@@ -131,8 +131,14 @@ pub struct Server {
 impl Server {
     /// Starts a server on a free port with a fresh data directory.
     pub fn start() -> Server {
+        Server::start_with_env(&[])
+    }
+
+    /// Starts a server on a free port with a fresh data directory and
+    /// these extra environment variables.
+    pub fn start_with_env(env: &[(&str, &str)]) -> Server {
         let data = tempfile::tempdir().expect("tempdir");
-        let mut server = Server::start_in(data.path(), free_port());
+        let mut server = Server::launch(data.path(), free_port(), env);
         server._data = Some(data);
         server
     }
@@ -140,6 +146,10 @@ impl Server {
     /// Starts a server on `port` with the data directory `data_dir` (which
     /// may hold the state of an earlier run), and waits until it answers.
     pub fn start_in(data_dir: &Path, port: u16) -> Server {
+        Server::launch(data_dir, port, &[])
+    }
+
+    fn launch(data_dir: &Path, port: u16, env: &[(&str, &str)]) -> Server {
         let logs = tempfile::tempdir().expect("tempdir");
         let log = logs.path().join("server.log");
         let log_file = std::fs::File::create(&log).expect("create log");
@@ -148,6 +158,7 @@ impl Server {
             .args(["serve", "--listen", &listen, "--data-dir"])
             .arg(data_dir)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file)

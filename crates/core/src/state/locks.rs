@@ -186,7 +186,7 @@ impl State {
             name: name.clone(),
             lease,
             token,
-            error: error.to_string(),
+            error: error.clone(),
         });
         if self.failed_releases.len() == limits::FAILED_RELEASES_REMEMBERED {
             self.failed_releases.pop_front();

@@ -6,6 +6,7 @@ mod acquire;
 mod cluster;
 pub(crate) mod convert;
 mod error;
+mod events;
 mod fenced;
 mod force;
 mod incidents;
@@ -18,6 +19,7 @@ mod wait;
 
 pub use cluster::ClusterApi;
 pub use error::ApiError;
+pub use events::WatchApi;
 pub use fenced::FencedApi;
 pub use lease::LeaseApi;
 pub use lock::LockApi;

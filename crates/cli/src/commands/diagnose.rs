@@ -1,0 +1,202 @@
+//! `leasehold diagnose [PREFIX] [--interval D] [--json]`: the stale-lock
+//! runbook as one command. Lists the locks twice, an interval apart (by
+//! default one renewal interval of the longest lease seen, ttl/3, at least
+//! 1 s and at most a minute), reads the server's memory of failed releases,
+//! checks each owner's process on this host and the server's wall clock
+//! against ours, and prints a verdict per lock with the evidence behind it
+//! (see `diagnosis.rs` for the verdicts).
+
+use super::Global;
+use crate::connect::Conn;
+use crate::diagnosis::{self, Diagnosis, Observed, Thresholds};
+use crate::duration;
+use crate::error::CliError;
+use crate::output::print_json;
+use leasehold_client::owner_process;
+use leasehold_proto::v1::lock_client::LockClient;
+use leasehold_proto::v1::{IncidentsRequest, ListLocksRequest, ListLocksResponse, LockInfo};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Shortest default sampling interval.
+const INTERVAL_MIN: Duration = Duration::from_secs(1);
+/// Longest default sampling interval (pass `--interval` for longer).
+const INTERVAL_DEFAULT_MAX: Duration = Duration::from_secs(60);
+
+/// `leasehold diagnose`
+#[derive(clap::Args, Debug)]
+pub struct DiagnoseArgs {
+    /// Only locks whose name starts with this.
+    #[arg(default_value = "")]
+    pub prefix: String,
+    /// Time between the two samples (default: one renewal interval, ttl/3,
+    /// of the longest lease seen; at least 1s, at most 1m).
+    #[arg(long, value_parser = duration::parse)]
+    pub interval: Option<Duration>,
+    /// Waiters are starving once queued this many times the holder's ttl.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub starve_ttls: u64,
+    /// Wall clocks further apart than this are reported as clock skew.
+    #[arg(long, default_value = "1s", value_parser = duration::parse)]
+    pub max_skew: Duration,
+    /// Print one JSON document: an array of {lock, verdict, evidence, ...}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One `List` and what this host's wall clock said around it.
+struct Sample {
+    reply: ListLocksResponse,
+    /// Server − this host's wall time at the call's midpoint, ms.
+    offset_ms: i64,
+    /// Half the call's round trip, ms: the offset's uncertainty.
+    uncertainty_ms: u64,
+    taken: Instant,
+}
+
+/// Runs `diagnose`.
+pub async fn run(args: DiagnoseArgs, global: &Global) -> Result<(), CliError> {
+    let limits = Thresholds {
+        starve_ttls: args.starve_ttls,
+        max_skew_ms: duration::ms(args.max_skew),
+        ..Thresholds::default()
+    };
+    let mut conn = global.connect().await?;
+    let request = ListLocksRequest {
+        prefix: args.prefix.clone(),
+        limit: 0,
+        stale: false,
+    };
+    let first = sample(&mut conn, &request).await?;
+    let interval = args
+        .interval
+        .unwrap_or_else(|| default_interval(&first.reply.locks));
+    if !args.json {
+        eprintln!(
+            "diagnose: {} lock(s) under {:?}; sampling again in {} to tell live renewers from orphans",
+            first.reply.locks.len(),
+            args.prefix,
+            duration::approx(duration::ms(interval))
+        );
+    }
+    tokio::time::sleep(interval).await;
+    let second = sample(&mut conn, &request).await?;
+    let incidents = conn
+        .call(Duration::ZERO, |ch| async move {
+            LockClient::new(ch).incidents(IncidentsRequest {}).await
+        })
+        .await?;
+    let elapsed_ms = duration::ms(second.taken - first.taken);
+    let now_unix_ms = second
+        .reply
+        .header
+        .as_ref()
+        .map_or(0, |h| h.server_time_unix_ms);
+    let mut found: Vec<Diagnosis> = second
+        .reply
+        .locks
+        .iter()
+        .map(|lock| {
+            let seen = Observed {
+                first: first.reply.locks.iter().find(|l| l.name == lock.name),
+                second: lock,
+                elapsed_ms,
+                now_unix_ms,
+            };
+            diagnosis::classify(&seen, &incidents.failed_releases, &limits, &owner_process)
+        })
+        .collect();
+    let best = [&first, &second]
+        .into_iter()
+        .min_by_key(|sample| sample.uncertainty_ms)
+        .expect("two samples");
+    let node_id = best.reply.header.as_ref().map_or(0, |h| h.node_id);
+    found.extend(diagnosis::clock_skew(
+        best.offset_ms,
+        best.uncertainty_ms,
+        node_id,
+        &limits,
+    ));
+    if args.json {
+        print_json(&Value::Array(found.iter().map(to_json).collect()));
+    } else if found.is_empty() {
+        eprintln!("no locks match {:?}", args.prefix);
+    } else {
+        print!("{}", human(&found, elapsed_ms));
+    }
+    Ok(())
+}
+
+/// Lists the locks, noting this host's wall clock around the call.
+async fn sample(conn: &mut Conn, request: &ListLocksRequest) -> Result<Sample, CliError> {
+    let before = unix_ms_now();
+    let reply = conn
+        .call(Duration::ZERO, |ch| {
+            let request = request.clone();
+            async move { LockClient::new(ch).list(request).await }
+        })
+        .await?;
+    let after = unix_ms_now();
+    let server = reply.header.as_ref().map_or(0, |h| h.server_time_unix_ms);
+    Ok(Sample {
+        reply,
+        offset_ms: server - (before + after) / 2,
+        uncertainty_ms: ((after - before).max(0) / 2) as u64,
+        taken: Instant::now(),
+    })
+}
+
+/// One renewal interval (ttl/3) of the longest lease among `locks`,
+/// within [`INTERVAL_MIN`, `INTERVAL_DEFAULT_MAX`].
+fn default_interval(locks: &[LockInfo]) -> Duration {
+    let longest_ttl_ms = locks
+        .iter()
+        .filter_map(|l| l.holder.as_ref())
+        .map(|h| h.lease_ttl_ms)
+        .max()
+        .unwrap_or(0);
+    Duration::from_millis(longest_ttl_ms / 3).clamp(INTERVAL_MIN, INTERVAL_DEFAULT_MAX)
+}
+
+fn unix_ms_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn to_json(d: &Diagnosis) -> Value {
+    json!({
+        "lock": d.lock,
+        "verdict": d.verdict.as_str(),
+        "findings": d.findings.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
+        "evidence": d.evidence,
+        "advice": d.advice,
+        "token": d.token,
+        "lease": d.lease,
+        "owner": d.owner,
+    })
+}
+
+fn human(found: &[Diagnosis], elapsed_ms: u64) -> String {
+    let mut out = format!("sampled twice, {} apart\n", duration::approx(elapsed_ms));
+    for d in found {
+        let also: Vec<&str> = d.findings[1..].iter().map(|f| f.as_str()).collect();
+        out.push_str(&format!(
+            "\n{}  {}{}\n",
+            d.lock.as_deref().unwrap_or("(server)"),
+            d.verdict.as_str().to_uppercase(),
+            if also.is_empty() {
+                String::new()
+            } else {
+                format!(" (also: {})", also.join(", "))
+            }
+        ));
+        for fact in &d.evidence {
+            out.push_str(&format!("    {fact}\n"));
+        }
+        if !d.advice.is_empty() {
+            out.push_str(&format!("    what to do: {}\n", d.advice));
+        }
+    }
+    out
+}

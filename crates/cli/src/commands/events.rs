@@ -1,0 +1,273 @@
+//! `leasehold events [PREFIX]`: what happened to locks (acquired, released,
+//! expired, force-released, waiter-timed-out, release-failed), from the
+//! answering node's memory of recent events (`Watch.Events`).
+//!
+//! Without `--follow` it prints the remembered events and exits; with it,
+//! it then prints each new event as it happens until Ctrl-C or SIGTERM
+//! (exit 0), or until the stream ends with an error (a follower that fell
+//! too far behind, the server going away), which exits non-zero with a
+//! message saying to reconnect. Output is one line per event, or with
+//! `--json` one JSON array (without `--follow`) or one JSON object per line
+//! (with it), each line flushed at once so a pipe sees every event as it
+//! happens.
+
+use super::Global;
+use crate::error::CliError;
+use crate::exit::Exit;
+use crate::output::print_json;
+use leasehold_proto::v1::watch_client::WatchClient;
+use leasehold_proto::v1::{Event, EventsRequest};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::time::Duration;
+use tonic::Streaming;
+
+/// `leasehold events`
+#[derive(clap::Args, Debug)]
+pub struct EventsArgs {
+    /// Only events of locks whose name starts with this.
+    #[arg(default_value = "")]
+    pub prefix: String,
+    /// After the remembered events, print each new one as it happens, until
+    /// Ctrl-C or SIGTERM.
+    #[arg(long)]
+    pub follow: bool,
+    /// Print JSON: one array, or with --follow one object per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `events`.
+pub async fn run(args: EventsArgs, global: &Global) -> Result<(), CliError> {
+    let mut conn = global.connect().await?;
+    let request = EventsRequest {
+        prefix: args.prefix.clone(),
+        follow: args.follow,
+        replay: 0,
+    };
+    // Bounded by --timeout until the server accepts the stream; a
+    // follower then waits for events for as long as it runs.
+    let stream = conn
+        .call(Duration::ZERO, |ch| {
+            let request = request.clone();
+            async move { WatchClient::new(ch).events(request).await }
+        })
+        .await?;
+    if args.follow {
+        follow(stream, &args).await
+    } else {
+        let events = collect(stream, conn.timeout()).await?;
+        print_all(&events, &args);
+        Ok(())
+    }
+}
+
+/// Reads a stream that ends by itself (no `--follow`), each message
+/// bounded by `timeout`.
+async fn collect(mut stream: Streaming<Event>, timeout: Duration) -> Result<Vec<Event>, CliError> {
+    let mut events = Vec::new();
+    loop {
+        match tokio::time::timeout(timeout, stream.message()).await {
+            Ok(Ok(Some(event))) => events.push(event),
+            Ok(Ok(None)) => return Ok(events),
+            Ok(Err(status)) => return Err(CliError::from_status(&status)),
+            Err(_) => return Err(stalled(timeout, events.len())),
+        }
+    }
+}
+
+/// No event, and no end of the stream, within `timeout`.
+fn stalled(timeout: Duration, received: usize) -> CliError {
+    let waited = crate::duration::human(crate::duration::ms(timeout));
+    CliError::new(
+        Exit::Unavailable,
+        format!(
+            "the server sent no more events within {waited} (--timeout) \
+             after {received} of them, nor ended the stream; retry"
+        ),
+    )
+}
+
+fn print_all(events: &[Event], args: &EventsArgs) {
+    if args.json {
+        print_json(&Value::Array(events.iter().map(event_json).collect()));
+    } else if events.is_empty() {
+        eprintln!("no remembered events for locks matching {:?}", args.prefix);
+    } else {
+        for event in events {
+            println!("{}", event_line(event));
+        }
+    }
+}
+
+/// Prints each event as it arrives until a signal (exit 0), the stream's
+/// end or error (non-zero), or stdout closing (exit 0: the reader is done).
+async fn follow(mut stream: Streaming<Event>, args: &EventsArgs) -> Result<(), CliError> {
+    let stopped = stop_signal();
+    tokio::pin!(stopped);
+    let mut stdout = std::io::stdout();
+    loop {
+        let next = tokio::select! {
+            () = &mut stopped => return Ok(()),
+            next = stream.message() => next,
+        };
+        let event = match next {
+            Ok(Some(event)) => event,
+            Ok(None) => {
+                return Err(CliError::new(
+                    Exit::Unavailable,
+                    "the server ended the event stream (it may be shutting down); run \
+                     `leasehold events --follow` again to reconnect (recent events are replayed first)",
+                ))
+            }
+            Err(status) => return Err(stream_failed(&status)),
+        };
+        let line = if args.json {
+            event_json(&event).to_string()
+        } else {
+            event_line(&event)
+        };
+        let written = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
+        match written {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+            Err(error) => {
+                return Err(CliError::new(
+                    Exit::Other,
+                    format!("cannot write to stdout: {error}"),
+                ))
+            }
+        }
+    }
+}
+
+/// The error of a follow stream that ended with `status`, saying to
+/// reconnect unless the server's message already does.
+fn stream_failed(status: &tonic::Status) -> CliError {
+    let mut error = CliError::from_status(status);
+    error.message = format!("the event stream ended: {}", error.message);
+    if !error.message.contains("reconnect") {
+        error.message.push_str(
+            "; run `leasehold events --follow` again to reconnect (recent events are replayed first)",
+        );
+    }
+    error
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+async fn stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+/// An event as JSON (the wire fields, `kind` by its stable name).
+pub fn event_json(event: &Event) -> Value {
+    json!({
+        "kind": event.kind,
+        "lock": event.lock,
+        "lease": event.lease,
+        "owner": event.owner,
+        "token": event.token,
+        "revision": event.revision,
+        "at_unix_ms": event.at_unix_ms,
+        "detail": event.detail,
+    })
+}
+
+/// An event as one human line: local time, kind, lock, then `key=value`
+/// fields (as in the server's log, so `grep token=…` works on both).
+pub fn event_line(event: &Event) -> String {
+    let owner = if event.owner.is_empty() {
+        "-"
+    } else {
+        &event.owner
+    };
+    let mut line = format!(
+        "{}  {:<16}  {}  token={} lease={} owner={} revision={}",
+        crate::wall_time::local(event.at_unix_ms),
+        event.kind,
+        event.lock,
+        event.token,
+        event.lease,
+        owner,
+        event.revision,
+    );
+    if !event.detail.is_empty() {
+        line.push_str(&format!("  {}", event.detail));
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event() -> Event {
+        Event {
+            kind: "force-released".into(),
+            lock: "jobs/nightly".into(),
+            lease: 7,
+            owner: "alice@h1".into(),
+            token: 42,
+            revision: 99,
+            at_unix_ms: 1_795_959_660_123,
+            detail: "by bob@h2: holder hung".into(),
+        }
+    }
+
+    #[test]
+    fn a_line_carries_every_field_in_order() {
+        let line = event_line(&event());
+        let fields = [
+            "force-released",
+            "jobs/nightly",
+            "token=42",
+            "lease=7",
+            "owner=alice@h1",
+            "revision=99",
+            "by bob@h2: holder hung",
+        ];
+        let mut from = 0;
+        for field in fields {
+            let at = line[from..]
+                .find(field)
+                .unwrap_or_else(|| panic!("{field:?} missing or out of order in {line:?}"));
+            from += at + field.len();
+        }
+        let unknown = Event {
+            owner: String::new(),
+            ..event()
+        };
+        assert!(event_line(&unknown).contains("owner=-"));
+    }
+
+    #[test]
+    fn json_has_the_documented_fields() {
+        let value = event_json(&event());
+        let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
+        let mut expected = [
+            "at_unix_ms",
+            "detail",
+            "kind",
+            "lease",
+            "lock",
+            "owner",
+            "revision",
+            "token",
+        ];
+        expected.sort_unstable();
+        assert_eq!(keys, expected);
+        assert_eq!(value["token"], 42);
+        assert_eq!(value["kind"], "force-released");
+    }
+}

@@ -1,0 +1,422 @@
+//! The verdicts of `leasehold diagnose`, as pure functions of what was
+//! observed: two samples of the same locks an interval apart, the server's
+//! memory of failed releases, and whether each owner's process runs here.
+//!
+//! The runbook this encodes: an orphaned lock's countdown is static between
+//! two samples a renewal interval apart, a live renewer's deadline moves
+//! outward; a renewer that has gone on far longer than holds under the same
+//! prefix usually last may have outlived its work; an owner whose pid is not
+//! running (or runs another process) on this host is gone; a release that
+//! named a missing lock close to one the same owner holds went to the wrong
+//! key; waiters queued for many ttls are starving; and a server whose wall
+//! clock disagrees with ours shows misleading times (but never expires
+//! anything by wall time). Every verdict carries the evidence behind it.
+
+use crate::duration;
+use crate::lock_view::ms_between;
+use crate::output::owner_human;
+use crate::wall_time;
+use leasehold_client::OwnerProcess;
+use leasehold_core::nearby::looks_alike;
+use leasehold_proto::v1::{FailedRelease, LockInfo, OwnerInfo};
+
+/// A diagnosis, most specific first: a lock gets the first that applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verdict {
+    /// The owner released a missing name close to this held one.
+    WrongKeyRelease,
+    /// The owner's process is not running on this host.
+    OwnerGone,
+    /// Not renewed between the samples: the countdown is static.
+    Orphaned,
+    /// Renewed far longer than holds under this prefix usually last.
+    RenewingPastWork,
+    /// Waiters queued longer than several ttls.
+    StarvingWaiters,
+    /// Renewing, held within its usual time.
+    Healthy,
+    /// The server's wall clock and this host's disagree (not about a lock).
+    ClockSkew,
+}
+
+impl Verdict {
+    /// The verdict's stable name, as printed and in `--json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::WrongKeyRelease => "wrong-key-release",
+            Verdict::OwnerGone => "owner-gone",
+            Verdict::Orphaned => "orphaned",
+            Verdict::RenewingPastWork => "renewing-past-work",
+            Verdict::StarvingWaiters => "starving-waiters",
+            Verdict::Healthy => "healthy",
+            Verdict::ClockSkew => "clock-skew",
+        }
+    }
+}
+
+/// When a finding applies.
+#[derive(Clone, Copy, Debug)]
+pub struct Thresholds {
+    /// Waiters are starving after this many of the holder's ttls.
+    pub starve_ttls: u64,
+    /// A hold is past its work beyond this multiple of the prefix's p99...
+    pub past_work_factor: u64,
+    /// ...and at least this much longer than the p99, in ms...
+    pub past_work_slack_ms: u64,
+    /// ...given at least this many recorded holds under the prefix.
+    pub past_work_min_holds: u32,
+    /// Wall clocks further apart than this are skewed, in ms.
+    pub max_skew_ms: u64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            starve_ttls: 3,
+            past_work_factor: 4,
+            past_work_slack_ms: 1_000,
+            past_work_min_holds: 5,
+            max_skew_ms: 1_000,
+        }
+    }
+}
+
+/// One line of `diagnose`'s answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnosis {
+    /// The lock (`None` for a server-wide finding such as clock skew).
+    pub lock: Option<String>,
+    /// The most specific finding.
+    pub verdict: Verdict,
+    /// Every finding that applies, most specific first.
+    pub findings: Vec<Verdict>,
+    /// What was observed, one fact per line.
+    pub evidence: Vec<String>,
+    /// What an operator can do about it.
+    pub advice: String,
+    /// The holder seen in the second sample, if any.
+    pub token: Option<u64>,
+    pub lease: Option<u64>,
+    pub owner: Option<String>,
+}
+
+/// What diagnose observed about one lock.
+pub struct Observed<'a> {
+    /// The lock in the first sample, if it existed then.
+    pub first: Option<&'a LockInfo>,
+    /// The lock in the second sample.
+    pub second: &'a LockInfo,
+    /// Time between the samples, on this host's monotonic clock.
+    pub elapsed_ms: u64,
+    /// The server's wall time at the second sample (for "ago" and waits).
+    pub now_unix_ms: i64,
+}
+
+/// Classifies one lock. `failed` is the server's memory of failed releases;
+/// `process` tells whether an owner's process runs here.
+pub fn classify(
+    seen: &Observed,
+    failed: &[FailedRelease],
+    limits: &Thresholds,
+    process: &dyn Fn(&OwnerInfo) -> OwnerProcess,
+) -> Diagnosis {
+    let lock = seen.second;
+    let mut findings = Vec::new();
+    let mut evidence = Vec::new();
+    let mut advice = Vec::new();
+    if let Some(holder) = &lock.holder {
+        let owner = holder.owner.clone().unwrap_or_default();
+        evidence.push(format!(
+            "held by lease {} token {}{} owner {}, for {}",
+            holder.lease,
+            holder.token,
+            if holder.fenced { " (fenced)" } else { "" },
+            owner_human(&owner),
+            duration::approx(holder.held_ms),
+        ));
+        let found = [
+            wrong_key(seen, failed),
+            owner_gone(&owner, process),
+            renewal(seen, holder.token),
+            past_work(lock, limits),
+        ];
+        for (verdict, facts, what_to_do) in found.into_iter().flatten() {
+            if let Some(verdict) = verdict {
+                findings.push(verdict);
+                advice.push(what_to_do);
+            }
+            evidence.extend(facts);
+        }
+    } else if lock.lock_delay_remaining_ms > 0 {
+        evidence.push(format!(
+            "free, in its lock delay for {} more",
+            duration::approx(lock.lock_delay_remaining_ms)
+        ));
+    } else {
+        evidence.push("free".into());
+    }
+    if let Some((facts, what_to_do)) = starving(seen, limits) {
+        findings.push(Verdict::StarvingWaiters);
+        evidence.extend(facts);
+        advice.push(what_to_do);
+    }
+    findings.sort();
+    let holder = lock.holder.as_ref();
+    Diagnosis {
+        lock: Some(lock.name.clone()),
+        verdict: findings.first().copied().unwrap_or(Verdict::Healthy),
+        findings: if findings.is_empty() {
+            vec![Verdict::Healthy]
+        } else {
+            findings
+        },
+        evidence,
+        advice: advice.first().cloned().unwrap_or_default(),
+        token: holder.map(|h| h.token),
+        lease: holder.map(|h| h.lease),
+        owner: holder
+            .and_then(|h| h.owner.as_ref())
+            .map(|o| o.owner.clone()),
+    }
+}
+
+/// A finding (if any), the facts behind it, and what to do.
+type Found = Option<(Option<Verdict>, Vec<String>, String)>;
+
+/// A failed release by the same lease or owner, since this holder got the
+/// lock, that named a missing lock looking like this one.
+fn wrong_key(seen: &Observed, failed: &[FailedRelease]) -> Found {
+    let lock = seen.second;
+    let holder = lock.holder.as_ref()?;
+    let owner = holder.owner.as_ref().map_or("", |o| o.owner.as_str());
+    let miss = failed.iter().rev().find(|f| {
+        let same_owner = f.lease == holder.lease || (!owner.is_empty() && f.owner == owner);
+        same_owner
+            && f.name != lock.name
+            && f.at_unix_ms >= holder.acquired_unix_ms
+            && (f.nearby.contains(&lock.name) || looks_alike(&f.name, &lock.name))
+    })?;
+    let who = if miss.lease == holder.lease {
+        format!("the same lease {}", miss.lease)
+    } else {
+        format!("the same owner {} (lease {})", miss.owner, miss.lease)
+    };
+    let facts = vec![format!(
+        "{who} tried to release {:?} (token {}) {} ago and was told: {}; it holds {:?} (token {}): the release went to the wrong key",
+        miss.name,
+        miss.token,
+        duration::approx(ms_between(miss.at_unix_ms, seen.now_unix_ms)),
+        miss.error,
+        lock.name,
+        holder.token,
+    )];
+    let advice = format!(
+        "fix the name the holder releases ({:?} is not {:?}); this lock stays held until its lease ends or `leasehold force-release {} --token {} --reason ...`",
+        miss.name, lock.name, lock.name, holder.token
+    );
+    Some((Some(Verdict::WrongKeyRelease), facts, advice))
+}
+
+/// The owner's process is gone from this host (or its pid was reused).
+fn owner_gone(owner: &OwnerInfo, process: &dyn Fn(&OwnerInfo) -> OwnerProcess) -> Found {
+    let who = format!(
+        "owner {} on host {} pid {} started {}",
+        owner.owner,
+        owner.host,
+        owner.pid,
+        wall_time::local(owner.process_start_unix_ms as i64)
+    );
+    let fact = match process(owner) {
+        OwnerProcess::Running => {
+            return Some((
+                None,
+                vec![format!("{who}: running on this host")],
+                String::new(),
+            ))
+        }
+        OwnerProcess::OtherHost => {
+            let host = if owner.host.is_empty() {
+                "an unnamed host"
+            } else {
+                &owner.host
+            };
+            return Some((
+                None,
+                vec![format!(
+                    "{who}: {host} is not this host, so its process cannot be checked from here"
+                )],
+                String::new(),
+            ));
+        }
+        OwnerProcess::Gone => format!("{who}: no such process on this host"),
+        OwnerProcess::PidReused { started_unix_ms } => format!(
+            "{who}: that pid now belongs to a process started {} (the owner is gone)",
+            wall_time::local(started_unix_ms as i64)
+        ),
+    };
+    let advice = "the holder's process is gone: if anything still renews its lease it is a leftover; wait for the lease to end or force-release the lock".to_owned();
+    Some((Some(Verdict::OwnerGone), vec![fact], advice))
+}
+
+/// Renewed between the samples (a live renewer), or a static countdown
+/// (an orphan), or too short a sample to tell.
+fn renewal(seen: &Observed, token: u64) -> Found {
+    let second = seen.second.holder.as_ref()?;
+    let first = seen.first.and_then(|l| l.holder.as_ref());
+    let elapsed = duration::approx(seen.elapsed_ms);
+    let Some(first) = first.filter(|f| f.token == token && f.lease == second.lease) else {
+        let before = first.map_or("free".to_owned(), |f| format!("token {}", f.token));
+        return Some((
+            None,
+            vec![format!(
+                "changed hands during the {elapsed} sampled ({before} → token {token})"
+            )],
+            String::new(),
+        ));
+    };
+    let countdown = format!(
+        "lease countdown {} → {} of {}",
+        duration::approx(first.lease_remaining_ms),
+        duration::approx(second.lease_remaining_ms),
+        duration::human(second.lease_ttl_ms)
+    );
+    if second.renewals > first.renewals {
+        // Where the deadline went: remaining now + time passed − remaining then.
+        let moved_ms =
+            (second.lease_remaining_ms + seen.elapsed_ms).saturating_sub(first.lease_remaining_ms);
+        let fact = format!(
+            "renewed {} time(s) in {elapsed} (renewals {} → {}): {countdown}; its deadline moved {} later (a live renewer)",
+            second.renewals - first.renewals,
+            first.renewals,
+            second.renewals,
+            duration::approx(moved_ms)
+        );
+        return Some((None, vec![fact], String::new()));
+    }
+    let expected_interval_ms = second.lease_ttl_ms / 3;
+    if seen.elapsed_ms < expected_interval_ms {
+        let fact = format!(
+            "not renewed in {elapsed}, which is shorter than its usual renewal interval (ttl/3 = {}): inconclusive; run with --interval {}",
+            duration::approx(expected_interval_ms),
+            duration::human(expected_interval_ms.div_ceil(1_000) * 1_000)
+        );
+        return Some((None, vec![fact], String::new()));
+    }
+    let next = match seen.second.waiters.first() {
+        Some(waiter) => format!(
+            "then lease {} owner {} gets it",
+            waiter.lease,
+            waiter.owner.as_ref().map_or("-".into(), owner_human)
+        ),
+        None => "nobody waits for it".to_owned(),
+    };
+    let delay = match second.lock_delay_ms {
+        0 => String::new(),
+        ms => format!(" after a lock delay of {}", duration::human(ms)),
+    };
+    let facts = vec![
+        format!(
+            "not renewed in {elapsed} (renewals {} → {}, last renewal {} ago): {countdown}; the deadline did not move (a static countdown)",
+            first.renewals,
+            second.renewals,
+            duration::approx(ms_between(second.lease_renewed_unix_ms, seen.now_unix_ms))
+        ),
+        format!(
+            "will expire in {}; {next}{delay}",
+            duration::approx(second.lease_remaining_ms)
+        ),
+    ];
+    let advice = format!(
+        "nothing renews it: it frees itself in {}; to free it now, `leasehold force-release {} --token {token} --reason ...`",
+        duration::approx(second.lease_remaining_ms),
+        seen.second.name
+    );
+    Some((Some(Verdict::Orphaned), facts, advice))
+}
+
+/// Held far longer than the usual hold under its prefix.
+fn past_work(lock: &LockInfo, limits: &Thresholds) -> Found {
+    let holder = lock.holder.as_ref()?;
+    if lock.prefix_holds < limits.past_work_min_holds {
+        return None;
+    }
+    let p99 = lock.prefix_hold_p99_ms;
+    let usual = format!(
+        "holds under {:?} usually end within {} (p99 of the last {})",
+        leasehold_server::hold_stats::prefix_of(&lock.name),
+        duration::approx(p99),
+        lock.prefix_holds
+    );
+    let past = holder.held_ms > p99.saturating_mul(limits.past_work_factor)
+        && holder.held_ms >= p99.saturating_add(limits.past_work_slack_ms);
+    if !past || holder.renewals == 0 {
+        return Some((None, vec![usual], String::new()));
+    }
+    let fact = format!(
+        "held for {} and still renewed ({} renewals), {}× the usual; {usual}",
+        duration::approx(holder.held_ms),
+        holder.renewals,
+        holder.held_ms / p99.max(1)
+    );
+    let advice = "the renewer may have outlived the work: check that the holder's work is still running (a leaked guard or a background renewer keeps a finished job's lock); set --max-hold to bound it".to_owned();
+    Some((Some(Verdict::RenewingPastWork), vec![fact], advice))
+}
+
+/// Waiters queued longer than `starve_ttls` of the holder's ttl.
+fn starving(seen: &Observed, limits: &Thresholds) -> Option<(Vec<String>, String)> {
+    let lock = seen.second;
+    let holder = lock.holder.as_ref()?;
+    let head = lock.waiters.first()?;
+    let waited = ms_between(head.since_unix_ms, seen.now_unix_ms);
+    let bound = holder.lease_ttl_ms.saturating_mul(limits.starve_ttls);
+    if waited <= bound {
+        return None;
+    }
+    let fact = format!(
+        "{} waiter(s); the head, lease {} owner {}, has waited {}, more than {} × the holder's ttl {}",
+        lock.waiters.len(),
+        head.lease,
+        head.owner.as_ref().map_or("-".into(), owner_human),
+        duration::approx(waited),
+        limits.starve_ttls,
+        duration::human(holder.lease_ttl_ms)
+    );
+    let advice = "the holder keeps the lock while others wait: check it is making progress; bound holds with --max-hold, or split the lock".to_owned();
+    Some((vec![fact], advice))
+}
+
+/// The clock-skew finding, if the server's wall clock is further from ours
+/// than `max_skew_ms`: `offset_ms` = server − this host (midpoint of the
+/// call), `uncertainty_ms` = half the call's round trip.
+pub fn clock_skew(
+    offset_ms: i64,
+    uncertainty_ms: u64,
+    node_id: u64,
+    limits: &Thresholds,
+) -> Option<Diagnosis> {
+    let distance = offset_ms.unsigned_abs().saturating_sub(uncertainty_ms);
+    if distance <= limits.max_skew_ms {
+        return None;
+    }
+    let direction = if offset_ms > 0 { "ahead of" } else { "behind" };
+    Some(Diagnosis {
+        lock: None,
+        verdict: Verdict::ClockSkew,
+        findings: vec![Verdict::ClockSkew],
+        evidence: vec![
+            format!(
+                "node {node_id}'s wall clock is {} {direction} this host's (±{uncertainty_ms}ms), more than the {} allowed",
+                duration::approx(offset_ms.unsigned_abs()),
+                duration::approx(limits.max_skew_ms)
+            ),
+            "reported only: no lease expiry uses wall time, but times shown (acquired at, last renewal) are off by that much".into(),
+        ],
+        advice: "synchronise the clocks (chrony or NTP) on the server and this host".into(),
+        token: None,
+        lease: None,
+        owner: None,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,187 @@
+//! Each verdict from hand-made observations; the real-process scenarios are
+//! in `tests/t140_diagnose.rs`.
+
+use super::*;
+use leasehold_proto::v1::{Holder, Waiter};
+
+const NOW: i64 = 1_800_000_000_000;
+
+fn owner(name: &str) -> OwnerInfo {
+    OwnerInfo {
+        owner: name.into(),
+        host: "h".into(),
+        pid: 42,
+        ..Default::default()
+    }
+}
+
+fn held(name: &str, token: u64, renewals: u64, remaining_ms: u64) -> LockInfo {
+    LockInfo {
+        name: name.into(),
+        holder: Some(Holder {
+            lease: 7,
+            token,
+            owner: Some(owner("alice")),
+            lease_ttl_ms: 9_000,
+            lease_remaining_ms: remaining_ms,
+            acquired_unix_ms: NOW - 60_000,
+            lease_renewed_unix_ms: NOW - 1_000,
+            renewals,
+            held_ms: 60_000,
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn run(
+    first: &LockInfo,
+    second: &LockInfo,
+    elapsed_ms: u64,
+    failed: &[FailedRelease],
+) -> Diagnosis {
+    let seen = Observed {
+        first: Some(first),
+        second,
+        elapsed_ms,
+        now_unix_ms: NOW,
+    };
+    classify(&seen, failed, &Thresholds::default(), &|_| {
+        OwnerProcess::Running
+    })
+}
+
+#[test]
+fn a_renewing_holder_is_healthy() {
+    let d = run(&held("a", 5, 3, 6_000), &held("a", 5, 4, 8_500), 3_000, &[]);
+    assert_eq!(d.verdict, Verdict::Healthy);
+    assert!(
+        d.evidence
+            .iter()
+            .any(|e| e.contains("renewed 1 time(s)") && e.contains("deadline moved 5.5s later")),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn a_static_countdown_is_an_orphan_and_says_what_comes_next() {
+    let mut second = held("a", 5, 3, 3_000);
+    second.waiters.push(Waiter {
+        lease: 9,
+        owner: Some(owner("bob")),
+        since_unix_ms: NOW - 2_000,
+        ..Default::default()
+    });
+    let d = run(&held("a", 5, 3, 6_000), &second, 3_000, &[]);
+    assert_eq!(d.verdict, Verdict::Orphaned);
+    let text = d.evidence.join("\n");
+    assert!(
+        text.contains("static") && text.contains("will expire in 3.0s"),
+        "{text}"
+    );
+    assert!(text.contains("lease 9 owner bob"), "{text}");
+    assert!(d.advice.contains("force-release a --token 5"), "{d:?}");
+}
+
+#[test]
+fn too_short_a_sample_is_inconclusive_not_orphaned() {
+    let d = run(&held("a", 5, 3, 6_000), &held("a", 5, 3, 5_000), 1_000, &[]);
+    assert_eq!(d.verdict, Verdict::Healthy);
+    assert!(
+        d.evidence.iter().any(|e| e.contains("inconclusive")),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn a_gone_owner_is_named_first() {
+    let first = held("a", 5, 3, 6_000);
+    let seen = Observed {
+        first: Some(&first),
+        second: &held("a", 5, 3, 3_000),
+        elapsed_ms: 3_000,
+        now_unix_ms: NOW,
+    };
+    let d = classify(&seen, &[], &Thresholds::default(), &|_| OwnerProcess::Gone);
+    assert_eq!(d.verdict, Verdict::OwnerGone);
+    assert_eq!(d.findings, vec![Verdict::OwnerGone, Verdict::Orphaned]);
+}
+
+#[test]
+fn a_release_to_a_near_name_by_the_same_owner_is_a_wrong_key_release() {
+    let lock = held("prod/reports/nightly", 5, 3, 8_000);
+    let miss = FailedRelease {
+        name: "reports/nightly".into(),
+        lease: 7,
+        token: 5,
+        owner: "alice".into(),
+        at_unix_ms: NOW - 5_000,
+        error: "no such lock".into(),
+        ..Default::default()
+    };
+    let d = run(
+        &held("prod/reports/nightly", 5, 2, 6_000),
+        &lock,
+        3_000,
+        std::slice::from_ref(&miss),
+    );
+    assert_eq!(d.verdict, Verdict::WrongKeyRelease);
+    assert!(
+        d.evidence.join("\n").contains("\"reports/nightly\""),
+        "{d:?}"
+    );
+    // Before this holder got the lock, or by someone else: not this holder's.
+    let earlier = FailedRelease {
+        at_unix_ms: NOW - 120_000,
+        ..miss.clone()
+    };
+    let stranger = FailedRelease {
+        lease: 8,
+        owner: "bob".into(),
+        ..miss
+    };
+    let d = run(&lock, &lock, 3_000, &[earlier, stranger]);
+    assert!(!d.findings.contains(&Verdict::WrongKeyRelease), "{d:?}");
+}
+
+#[test]
+fn renewing_far_past_the_prefix_p99_is_past_work() {
+    let mut lock = held("jobs/a", 5, 30, 8_000);
+    lock.prefix_hold_p99_ms = 2_000;
+    lock.prefix_holds = 20;
+    let d = run(&held("jobs/a", 5, 29, 6_000), &lock, 3_000, &[]);
+    assert_eq!(d.verdict, Verdict::RenewingPastWork);
+    assert!(d.evidence.join("\n").contains("\"jobs/\""), "{d:?}");
+    lock.prefix_holds = 2;
+    let d = run(&held("jobs/a", 5, 29, 6_000), &lock, 3_000, &[]);
+    assert_eq!(d.verdict, Verdict::Healthy, "too few holds to judge");
+}
+
+#[test]
+fn waiters_queued_for_several_ttls_are_starving() {
+    let mut lock = held("a", 5, 4, 8_000);
+    lock.waiters.push(Waiter {
+        lease: 9,
+        owner: Some(owner("bob")),
+        since_unix_ms: NOW - 28_000,
+        ..Default::default()
+    });
+    let d = run(&held("a", 5, 3, 6_000), &lock, 3_000, &[]);
+    assert_eq!(d.verdict, Verdict::StarvingWaiters);
+    lock.waiters[0].since_unix_ms = NOW - 20_000;
+    let d = run(&held("a", 5, 3, 6_000), &lock, 3_000, &[]);
+    assert_eq!(d.verdict, Verdict::Healthy);
+}
+
+#[test]
+fn clock_skew_beyond_the_round_trip_and_threshold_is_reported() {
+    let limits = Thresholds::default();
+    assert!(clock_skew(900, 5, 1, &limits).is_none());
+    assert!(clock_skew(1_500, 600, 1, &limits).is_none());
+    let d = clock_skew(-5_000, 2, 3, &limits).unwrap();
+    assert_eq!(d.verdict, Verdict::ClockSkew);
+    assert!(
+        d.evidence[0].contains("node 3") && d.evidence[0].contains("behind"),
+        "{d:?}"
+    );
+}

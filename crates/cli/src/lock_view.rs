@@ -1,0 +1,320 @@
+//! One lock, as an operator reads it: the holder (lease, token, fenced),
+//! its owner (name, host, pid, process start, and whether that process
+//! still runs here), when it was acquired and for how long it has been
+//! held, its lease (time left, renewals, last renewal), lock delay and max
+//! hold, the usual hold time under its prefix, and the queue. Defined once
+//! so `get`, `ls`, `force-release` and `diagnose` show the same facts.
+//!
+//! Times relative to "now" use the server's wall time from the reply header
+//! (`now_unix_ms`), so they do not depend on this host's clock.
+
+use crate::duration;
+use crate::output::{owner_human, owner_json};
+use crate::wall_time;
+use leasehold_client::{owner_process, OwnerProcess};
+use leasehold_proto::v1::{LockInfo, OwnerInfo, Waiter};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// Whether the owner's process runs, as one word: `running`, `gone`,
+/// `pid-reused`, or `other-host` (this host cannot tell).
+pub fn owner_process_label(owner: &OwnerInfo) -> &'static str {
+    match owner_process(owner) {
+        OwnerProcess::Running => "running",
+        OwnerProcess::Gone => "gone",
+        OwnerProcess::PidReused { .. } => "pid-reused",
+        OwnerProcess::OtherHost => "other-host",
+    }
+}
+
+/// `later - earlier` in ms, 0 if either is unknown or it is negative.
+pub fn ms_between(earlier: i64, later: i64) -> u64 {
+    if earlier == 0 || later == 0 {
+        return 0;
+    }
+    later.saturating_sub(earlier).max(0) as u64
+}
+
+/// A lock as JSON. Flat fields (`token`, `lease`, `owner`, ...) are null
+/// while the lock is free; `waiters` is the queue length, `waiter_leases`
+/// the queue in order and `next_waiter_owner` the head's owner.
+pub fn lock_json(lock: &LockInfo) -> Value {
+    let h = lock.holder.as_ref();
+    let owner = h.and_then(|h| h.owner.as_ref());
+    let metadata: Option<BTreeMap<&String, &String>> = h.map(|h| h.metadata.iter().collect());
+    let head_owner = lock.waiters.first().and_then(|w| w.owner.as_ref());
+    json!({
+        "lock": lock.name,
+        "held": h.is_some(),
+        "token": h.map(|h| h.token),
+        "lease": h.map(|h| h.lease),
+        "owner": owner.map(|o| o.owner.clone()),
+        "owner_info": owner_json(owner),
+        "owner_process": owner.map(owner_process_label),
+        "lease_ttl_ms": h.map(|h| h.lease_ttl_ms),
+        "lease_remaining_ms": h.map(|h| h.lease_remaining_ms),
+        "acquired_unix_ms": h.map(|h| h.acquired_unix_ms),
+        "held_ms": h.map(|h| h.held_ms),
+        "renewals": h.map(|h| h.renewals),
+        "lease_renewed_unix_ms": h.map(|h| h.lease_renewed_unix_ms),
+        "fenced": h.map(|h| h.fenced).unwrap_or(false),
+        "lock_delay_ms": h.map(|h| h.lock_delay_ms),
+        "max_hold_ms": h.map(|h| h.max_hold_ms),
+        "metadata": metadata,
+        "waiters": lock.waiters.len(),
+        "waiter_leases": lock.waiters.iter().map(|w| w.lease).collect::<Vec<_>>(),
+        "next_waiter_owner": head_owner.map(|o| o.owner.clone()),
+        "lock_delay_remaining_ms": lock.lock_delay_remaining_ms,
+        "prefix_hold_p99_ms": (lock.prefix_holds > 0).then_some(lock.prefix_hold_p99_ms),
+        "prefix_holds": lock.prefix_holds,
+    })
+}
+
+/// The header row and one row per lock of the `ls` table.
+pub fn lock_rows(locks: &[LockInfo], now_unix_ms: i64) -> Vec<Vec<String>> {
+    let header = [
+        "LOCK",
+        "TOKEN",
+        "LEASE",
+        "OWNER",
+        "HELD FOR",
+        "RENEWALS",
+        "LAST RENEWAL",
+        "REMAINING",
+        "WAITERS",
+    ];
+    let mut rows = vec![header.map(String::from).to_vec()];
+    for lock in locks {
+        let h = lock.holder.as_ref();
+        let dash = || "-".to_owned();
+        rows.push(vec![
+            lock.name.clone(),
+            h.map(|h| h.token.to_string()).unwrap_or_else(dash),
+            h.map(|h| h.lease.to_string()).unwrap_or_else(dash),
+            h.and_then(|h| h.owner.as_ref())
+                .map(owner_human)
+                .unwrap_or_else(dash),
+            h.map(|h| duration::approx(h.held_ms)).unwrap_or_else(dash),
+            h.map(|h| h.renewals.to_string()).unwrap_or_else(dash),
+            h.map(|h| ago(h.lease_renewed_unix_ms, now_unix_ms))
+                .unwrap_or_else(dash),
+            match h {
+                Some(h) => duration::approx(h.lease_remaining_ms),
+                None if lock.lock_delay_remaining_ms > 0 => {
+                    format!("delay {}", duration::approx(lock.lock_delay_remaining_ms))
+                }
+                None => dash(),
+            },
+            waiters_short(&lock.waiters),
+        ]);
+    }
+    rows
+}
+
+/// `0`, or `2 (next alice@host pid 7)`.
+fn waiters_short(waiters: &[Waiter]) -> String {
+    match waiters.first().and_then(|w| w.owner.as_ref()) {
+        Some(owner) => format!("{} (next {})", waiters.len(), owner_human(owner)),
+        None => waiters.len().to_string(),
+    }
+}
+
+/// `1.2s ago`, or `-` if unknown.
+fn ago(at_unix_ms: i64, now_unix_ms: i64) -> String {
+    if at_unix_ms == 0 {
+        return "-".into();
+    }
+    format!(
+        "{} ago",
+        duration::approx(ms_between(at_unix_ms, now_unix_ms))
+    )
+}
+
+/// A lock described over several lines, each indented by `indent`.
+pub fn lock_human(lock: &LockInfo, now_unix_ms: i64, indent: &str) -> String {
+    let mut out = format!("{indent}lock {}\n", lock.name);
+    let line = |out: &mut String, text: String| {
+        out.push_str(indent);
+        out.push_str("  ");
+        out.push_str(&text);
+        out.push('\n');
+    };
+    match &lock.holder {
+        Some(h) => {
+            line(
+                &mut out,
+                format!(
+                    "holder: lease {} token {} ({})",
+                    h.lease,
+                    h.token,
+                    if h.fenced {
+                        "fenced"
+                    } else {
+                        "NOT fenced: nothing checks its token"
+                    }
+                ),
+            );
+            let owner = h.owner.clone().unwrap_or_default();
+            line(
+                &mut out,
+                format!(
+                    "owner: {} on host {} pid {} started {} (process {})",
+                    if owner.owner.is_empty() {
+                        "-"
+                    } else {
+                        &owner.owner
+                    },
+                    if owner.host.is_empty() {
+                        "-"
+                    } else {
+                        &owner.host
+                    },
+                    owner.pid,
+                    wall_time::local(owner.process_start_unix_ms as i64),
+                    match owner_process(&owner) {
+                        OwnerProcess::Running => "running on this host".to_owned(),
+                        OwnerProcess::Gone => "GONE: not running on this host".to_owned(),
+                        OwnerProcess::PidReused { started_unix_ms } => format!(
+                            "GONE: its pid now belongs to a process started {}",
+                            wall_time::local(started_unix_ms as i64)
+                        ),
+                        OwnerProcess::OtherHost => "on another host: unknown from here".to_owned(),
+                    }
+                ),
+            );
+            line(
+                &mut out,
+                format!(
+                    "acquired: {}, held for {}",
+                    wall_time::local(h.acquired_unix_ms),
+                    duration::approx(h.held_ms)
+                ),
+            );
+            line(
+                &mut out,
+                format!(
+                    "lease: {} left of {}, renewed {} times, last renewal {}",
+                    duration::approx(h.lease_remaining_ms),
+                    duration::human(h.lease_ttl_ms),
+                    h.renewals,
+                    ago(h.lease_renewed_unix_ms, now_unix_ms)
+                ),
+            );
+            if h.lock_delay_ms > 0 || h.max_hold_ms > 0 {
+                let show = |ms: u64| match ms {
+                    0 => "none".to_owned(),
+                    ms => duration::human(ms),
+                };
+                line(
+                    &mut out,
+                    format!(
+                        "lock delay after expiry: {}, max hold: {}",
+                        show(h.lock_delay_ms),
+                        show(h.max_hold_ms)
+                    ),
+                );
+            }
+        }
+        None if lock.lock_delay_remaining_ms > 0 => line(
+            &mut out,
+            format!(
+                "holder: none (lock delay, {} left)",
+                duration::approx(lock.lock_delay_remaining_ms)
+            ),
+        ),
+        None => line(&mut out, "holder: none".into()),
+    }
+    if lock.prefix_holds > 0 {
+        line(
+            &mut out,
+            format!(
+                "usual hold under this prefix: p99 {} over the last {} holds",
+                duration::approx(lock.prefix_hold_p99_ms),
+                lock.prefix_holds
+            ),
+        );
+    }
+    out.push_str(&waiters_human(&lock.waiters, now_unix_ms, indent));
+    out
+}
+
+/// The queue: a count line, then one line per waiter in order.
+fn waiters_human(waiters: &[Waiter], now_unix_ms: i64, indent: &str) -> String {
+    let mut out = format!("{indent}  waiters: {}\n", waiters.len());
+    for (i, w) in waiters.iter().enumerate() {
+        let owner = w
+            .owner
+            .as_ref()
+            .map(owner_human)
+            .unwrap_or_else(|| "-".into());
+        out.push_str(&format!(
+            "{indent}    {}. lease {} owner {owner}, waiting {}\n",
+            i + 1,
+            w.lease,
+            duration::approx(ms_between(w.since_unix_ms, now_unix_ms)),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leasehold_proto::v1::Holder;
+
+    #[test]
+    fn free_lock_has_null_holder_fields() {
+        let v = lock_json(&LockInfo {
+            name: "a".into(),
+            ..Default::default()
+        });
+        assert_eq!(v["lock"], "a");
+        assert!(v["token"].is_null());
+        assert!(v["prefix_hold_p99_ms"].is_null());
+        assert_eq!(v["waiters"], 0);
+        assert_eq!(v["fenced"], false);
+    }
+
+    #[test]
+    fn human_form_shows_every_fact() {
+        let lock = LockInfo {
+            name: "jobs/a".into(),
+            holder: Some(Holder {
+                lease: 7,
+                token: 9,
+                fenced: true,
+                held_ms: 12_000,
+                renewals: 4,
+                lease_ttl_ms: 10_000,
+                lease_remaining_ms: 8_000,
+                lease_renewed_unix_ms: 1_000,
+                acquired_unix_ms: 1,
+                lock_delay_ms: 5_000,
+                owner: Some(OwnerInfo {
+                    owner: "alice".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            waiters: vec![Waiter {
+                lease: 8,
+                since_unix_ms: 500,
+                ..Default::default()
+            }],
+            prefix_hold_p99_ms: 2_000,
+            prefix_holds: 30,
+            ..Default::default()
+        };
+        let text = lock_human(&lock, 3_000, "");
+        for shown in [
+            "token 9 (fenced)",
+            "held for 12.0s",
+            "renewed 4 times, last renewal 2.0s ago",
+            "lock delay after expiry: 5s, max hold: none",
+            "p99 2.0s over the last 30 holds",
+            "1. lease 8 owner -, waiting 2.5s",
+        ] {
+            assert!(text.contains(shown), "{shown:?} missing from\n{text}");
+        }
+    }
+}
