@@ -186,11 +186,48 @@ impl ApplyHub {
             metrics::histogram!("leasehold_keepalive_margin_seconds").record(margin.as_secs_f64());
             let ratio = margin.as_secs_f64() / (ttl_ms.max(1) as f64 / 1000.0);
             metrics::histogram!("leasehold_keepalive_margin_ratio").record(ratio);
+            if tracing::enabled!(tracing::Level::DEBUG) {
+                Self::log_renewal(state, lease, ttl_ms, margin);
+            }
+        }
+    }
+
+    /// Logs a keep-alive (at debug: one line per renewal is a lot at
+    /// scale) with the locks the lease holds and their tokens. A lease
+    /// holding one lock logs `lock` and `token` like a grant, so a search
+    /// for a token finds its renewals too.
+    fn log_renewal(state: &State, lease: LeaseId, ttl_ms: u64, margin: Duration) {
+        let owner = Self::owner(state, lease);
+        let margin_ms = margin.as_millis() as u64;
+        let held: Vec<(&LockName, Token)> = state
+            .lease(lease)
+            .map(|row| {
+                let token_of = |name| {
+                    state
+                        .lock(name)
+                        .and_then(|l| l.holder.as_ref())
+                        .map(|h| h.token)
+                };
+                row.holds
+                    .iter()
+                    .filter_map(|name| Some((name, token_of(name)?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let [(lock, token)] = held[..] {
+            tracing::debug!(lock = %lock, lease = lease.0, owner, token = token.0, ttl_ms, margin_ms, "lease renewed");
+        } else {
+            let locks: Vec<String> = held
+                .iter()
+                .map(|(name, token)| format!("{name}={}", token.0))
+                .collect();
+            let locks = locks.join(",");
             tracing::debug!(
+                locks,
                 lease = lease.0,
-                owner = Self::owner(state, lease),
+                owner,
                 ttl_ms,
-                margin_ms = margin.as_millis() as u64,
+                margin_ms,
                 "lease renewed"
             );
         }

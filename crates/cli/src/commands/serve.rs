@@ -51,7 +51,7 @@ pub struct ServeArgs {
     /// How log lines are written to stderr: `text` for people, `json` (one
     /// object per line, fields such as `lock`, `lease`, `owner`, `token` as
     /// keys) for log pipelines.
-    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "LEASEHOLD_LOG_FORMAT")]
     pub log_format: LogFormat,
 }
 
