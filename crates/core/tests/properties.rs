@@ -259,6 +259,70 @@ fn check_lease_end(before: &State, after: &State, command: &Command, applied: &A
     }
 }
 
+/// (8) a force release frees only from the holder whose token it names:
+/// the named lock (or, revoking, exactly the lease's locks), each freed
+/// effect marked forced, recorded; a wrong token changes nothing.
+fn check_force_release(before: &State, after: &State, command: &Command, applied: &Applied) {
+    let Command::ForceRelease {
+        name,
+        expected_token,
+        revoke_lease,
+        ..
+    } = command
+    else {
+        return;
+    };
+    let holder = before.lock(name).and_then(|l| l.holder.clone());
+    let Ok(reply) = &applied.outcome else {
+        assert!(
+            holder.is_none_or(|h| h.token != *expected_token),
+            "refused the holder's token"
+        );
+        assert_eq!(core_view(before), core_view(after));
+        return;
+    };
+    let Reply::ForceReleased {
+        lease,
+        released,
+        lease_revoked,
+    } = reply
+    else {
+        panic!("force release replied {reply:?}");
+    };
+    let holder = holder.expect("freed a lock nobody held");
+    assert_eq!((holder.token, holder.lease), (*expected_token, *lease));
+    assert_eq!(lease_revoked, revoke_lease);
+    let expected: Vec<LockName> = if *revoke_lease {
+        before
+            .lease(*lease)
+            .unwrap()
+            .holds
+            .iter()
+            .cloned()
+            .collect()
+    } else {
+        vec![name.clone()]
+    };
+    assert_eq!(released, &expected);
+    assert_eq!(after.lease(*lease).is_none(), *revoke_lease);
+    let freed: Vec<&LockName> = applied
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::LockFreed { name, forced, .. } => {
+                assert!(forced, "a force release's free is not marked forced");
+                Some(name)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(freed, expected.iter().collect::<Vec<_>>());
+    let next = after.lock(name).and_then(|l| l.holder.as_ref());
+    assert!(next.is_none_or(|n| n.token > holder.token && n.lease != *lease));
+    let record = after.force_releases().last().expect("recorded");
+    assert_eq!((&record.name, record.token), (name, holder.token));
+}
+
 /// Runs `ops`, checking every property after each step; returns the
 /// commands and what they produced.
 fn run(ops: &[Op]) -> (State, Vec<Command>, Vec<Applied>) {
@@ -292,6 +356,7 @@ fn run(ops: &[Op]) -> (State, Vec<Command>, Vec<Applied>) {
         model.check_queues(&state);
         check_holders(&state);
         check_lease_end(&before, &state, &command, &applied);
+        check_force_release(&before, &state, &command, &applied);
         commands.push(command);
         applied_list.push(applied);
     }
@@ -377,6 +442,56 @@ fn the_universe_reaches_queues_delays_and_hold_ends() {
         }
     )));
     assert_eq!(state.lock_count(), 0);
+}
+
+/// The force-release paths the generator relies on: refused with a stale
+/// token, freed to the head waiter, and a whole lease revoked.
+#[test]
+fn the_universe_reaches_force_releases() {
+    let grant = |slot| Op::Grant {
+        slot,
+        ttl_ok: true,
+        request: None,
+    };
+    let acquire = |slot, lock, wait| Op::Acquire {
+        slot,
+        lock,
+        wait,
+        delay: false,
+        hold: false,
+        request: None,
+    };
+    let force = |right_token, revoke| Op::ForceRelease {
+        lock: 0,
+        right_token,
+        revoke,
+    };
+    let ops = vec![
+        grant(0),
+        grant(1),
+        acquire(0, 0, false),
+        acquire(0, 1, false),
+        acquire(1, 0, true),
+        force(false, false),
+        force(true, false),
+        force(true, true),
+    ];
+    let (state, _, applied) = run(&ops);
+    let outcomes: Vec<_> = applied[5..].iter().map(|a| a.outcome.is_ok()).collect();
+    assert_eq!(outcomes, [false, true, true]);
+    assert!(applied[6].effects.iter().any(|e| matches!(
+        e,
+        Effect::LockGranted {
+            from_queue: true,
+            ..
+        }
+    )));
+    assert_eq!(state.force_releases().count(), 2);
+    assert_eq!(
+        state.lease_count(),
+        1,
+        "the second holder's lease was revoked"
+    );
 }
 
 /// The fenced ops reach both an accepted write and a stale refusal: the

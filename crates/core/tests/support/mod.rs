@@ -62,6 +62,14 @@ pub enum Op {
         right_token: bool,
         request: Option<u8>,
     },
+    /// An operator's force release of `lock`; with `right_token` naming the
+    /// holder's token (if held), else one below it; with `revoke` the
+    /// holder's whole lease.
+    ForceRelease {
+        lock: usize,
+        right_token: bool,
+        revoke: bool,
+    },
 }
 
 /// Fenced-store keys: few, so holders of different locks share them.
@@ -90,10 +98,12 @@ pub fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(lock, right)| Op::EndDelay { lock, right }),
         1 => (lock.clone(), proptest::bool::weighted(0.8))
             .prop_map(|(lock, right)| Op::EndHold { lock, right }),
-        3 => (lock, 0..KEYS.len(), proptest::bool::weighted(0.8), request)
+        3 => (lock.clone(), 0..KEYS.len(), proptest::bool::weighted(0.8), request)
             .prop_map(|(lock, key, right_token, request)| {
                 Op::FencedPut { lock, key, right_token, request }
             }),
+        1 => (lock, proptest::bool::weighted(0.8), any::<bool>())
+            .prop_map(|(lock, right_token, revoke)| Op::ForceRelease { lock, right_token, revoke }),
     ]
 }
 
@@ -115,6 +125,7 @@ pub fn to_command(op: &Op, state: &State, slots: &[LeaseId; SLOTS], step: usize)
             .map(|h| h.token)
     };
     match *op {
+        Op::ForceRelease { lock, .. } => force_release(op, holder_token(lock)),
         Op::Grant {
             ttl_ok, request, ..
         } => Command::GrantLease {
@@ -205,6 +216,30 @@ pub fn to_command(op: &Op, state: &State, slots: &[LeaseId; SLOTS], step: usize)
                 }),
             }
         }
+    }
+}
+
+fn force_release(op: &Op, holder_token: Option<Token>) -> Command {
+    let Op::ForceRelease {
+        lock,
+        right_token,
+        revoke,
+    } = *op
+    else {
+        unreachable!("not a force release: {op:?}");
+    };
+    let token = holder_token.unwrap_or(Token(1));
+    Command::ForceRelease {
+        name: name(lock),
+        expected_token: if right_token {
+            token
+        } else {
+            Token(token.0.saturating_sub(1))
+        },
+        reason: "property test".into(),
+        caller: "op@test".into(),
+        allow_unfenced: false,
+        revoke_lease: revoke,
     }
 }
 
