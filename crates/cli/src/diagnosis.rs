@@ -183,24 +183,22 @@ pub fn classify(
 /// A finding (if any), the facts behind it, and what to do.
 type Found = Option<(Option<Verdict>, Vec<String>, String)>;
 
-/// A failed release by the same lease or owner, since this holder got the
-/// lock, that named a missing lock looking like this one.
+/// A failed release by the holder's own lease, since it got the lock, that
+/// named a missing lock looking like this one (same leaf under another
+/// prefix or hash tag, or a near spelling). The lease is the owner's
+/// identity here: owner names are often shared (a worker pool, or every
+/// CLI call's default `host:leasehold`), and matching on them would blame
+/// one holder for another's mistake.
 fn wrong_key(seen: &Observed, failed: &[FailedRelease]) -> Found {
     let lock = seen.second;
     let holder = lock.holder.as_ref()?;
-    let owner = holder.owner.as_ref().map_or("", |o| o.owner.as_str());
     let miss = failed.iter().rev().find(|f| {
-        let same_owner = f.lease == holder.lease || (!owner.is_empty() && f.owner == owner);
-        same_owner
+        f.lease == holder.lease
             && f.name != lock.name
             && f.at_unix_ms >= holder.acquired_unix_ms
-            && (f.nearby.contains(&lock.name) || looks_alike(&f.name, &lock.name))
+            && looks_alike(&f.name, &lock.name)
     })?;
-    let who = if miss.lease == holder.lease {
-        format!("the same lease {}", miss.lease)
-    } else {
-        format!("the same owner {} (lease {})", miss.owner, miss.lease)
-    };
+    let who = format!("its owner {} (same lease {})", miss.owner, miss.lease);
     let facts = vec![format!(
         "{who} tried to release {:?} (token {}) {} ago and was told: {}; it holds {:?} (token {}): the release went to the wrong key",
         miss.name,

@@ -135,12 +135,18 @@ fn a_release_to_a_near_name_by_the_same_owner_is_a_wrong_key_release() {
         at_unix_ms: NOW - 120_000,
         ..miss.clone()
     };
-    let stranger = FailedRelease {
+    // Another lease with the same owner name (names are often shared).
+    let same_name = FailedRelease {
         lease: 8,
-        owner: "bob".into(),
+        ..miss.clone()
+    };
+    // A name merely under the same parent is not a near miss.
+    let sibling = FailedRelease {
+        name: "prod/reports/weekly-rollup".into(),
+        nearby: vec!["prod/reports/nightly".into()],
         ..miss
     };
-    let d = run(&lock, &lock, 3_000, &[earlier, stranger]);
+    let d = run(&lock, &lock, 3_000, &[earlier, same_name, sibling]);
     assert!(!d.findings.contains(&Verdict::WrongKeyRelease), "{d:?}");
 }
 
