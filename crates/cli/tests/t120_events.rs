@@ -12,6 +12,9 @@
 //!   as one JSON array and exits; another prefix gets only its own; the
 //!   human form has one line per event.
 //! - **Bad prefix**: longer than NAME_BYTES_MAX exits 2 naming the limit.
+//! - **Frozen server**: a follower of a server that stops answering with
+//!   its connection open (SIGSTOP) notices through HTTP/2 keep-alive pings
+//!   and exits 5 (unavailable) saying the connection was lost.
 
 mod common;
 
@@ -226,4 +229,40 @@ fn t120_events_follow_and_recent() {
     // SAFETY: sends a signal to our own child, which has not been reaped.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
     finish(follower.child, "events --follow after SIGTERM", EXIT).expect_code(0);
+}
+
+/// Bound on a follower noticing a frozen server: ping interval 5 s +
+/// ping timeout 5 s, plus slack.
+const FROZEN_NOTICED: Duration = Duration::from_secs(30);
+
+#[test]
+fn t120_follower_of_a_frozen_server_exits_unavailable() {
+    let server = Server::start();
+    let mut follower = Follower::start(&server, "frozen/");
+    let (lease, token) = acquire(&server, "frozen/a", "30s", &[]);
+    // The follower's stream is up: it printed the grant.
+    assert_holder(
+        &follower.next("acquired", "frozen/a", DELIVERY),
+        lease,
+        token,
+    );
+
+    phase("SIGSTOP the server: the connection stays open, nothing answers");
+    server.signal(libc::SIGSTOP);
+    let started = std::time::Instant::now();
+    let code = wait_for("the follower to give up", FROZEN_NOTICED, || {
+        follower.child.try_wait().expect("poll follower")
+    });
+    eprintln!(
+        "measured: follower exited {:?} after SIGSTOP",
+        started.elapsed()
+    );
+    server.signal(libc::SIGCONT);
+    let out = follower.child.wait_with_output().expect("collect output");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code.code(), Some(5), "{stderr}");
+    assert!(
+        stderr.contains("lost the connection") && stderr.contains("reconnect"),
+        "{stderr}"
+    );
 }

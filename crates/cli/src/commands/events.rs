@@ -142,9 +142,15 @@ async fn follow(mut stream: Streaming<Event>, args: &EventsArgs) -> Result<(), C
 }
 
 /// The error of a follow stream that ended with `status`, saying to
-/// reconnect unless the server's message already does.
+/// reconnect unless the server's message already does. A status without
+/// Leasehold's error detail did not come from the server: the connection
+/// broke (or stopped answering keep-alive pings), so it is "unavailable".
 fn stream_failed(status: &tonic::Status) -> CliError {
     let mut error = CliError::from_status(status);
+    if leasehold_proto::status::error_detail(status).is_none() {
+        error.exit = Exit::Unavailable;
+        error.message = format!("lost the connection to the server ({})", error.message);
+    }
     error.message = format!("the event stream ended: {}", error.message);
     if !error.message.contains("reconnect") {
         error.message.push_str(

@@ -243,6 +243,17 @@ impl Server {
             .expect("spawn leasehold")
     }
 
+    /// Sends `signal` to the server process (SIGSTOP freezes it with its
+    /// connections open, as a hung host would).
+    pub fn signal(&self, signal: i32) {
+        let pid = self.child.as_ref().expect("server running").id() as i32;
+        assert_eq!(
+            unsafe { libc::kill(pid, signal) },
+            0,
+            "kill({pid}, {signal})"
+        );
+    }
+
     /// Kills the server with SIGKILL (no shutdown path runs) and reaps it.
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {
