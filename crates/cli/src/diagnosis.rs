@@ -13,7 +13,7 @@
 //! anything by wall time). Every verdict carries the evidence behind it.
 
 use crate::duration;
-use crate::lock_view::ms_between;
+use crate::lock_view::{ms_between, owner_process_words};
 use crate::output::owner_human;
 use crate::wall_time;
 use leasehold_client::OwnerProcess;
@@ -224,34 +224,11 @@ fn owner_gone(owner: &OwnerInfo, process: &dyn Fn(&OwnerInfo) -> OwnerProcess) -
         owner.pid,
         wall_time::local(owner.process_start_unix_ms as i64)
     );
-    let fact = match process(owner) {
-        OwnerProcess::Running => {
-            return Some((
-                None,
-                vec![format!("{who}: running on this host")],
-                String::new(),
-            ))
-        }
-        OwnerProcess::OtherHost => {
-            let host = if owner.host.is_empty() {
-                "an unnamed host"
-            } else {
-                &owner.host
-            };
-            return Some((
-                None,
-                vec![format!(
-                    "{who}: {host} is not this host, so its process cannot be checked from here"
-                )],
-                String::new(),
-            ));
-        }
-        OwnerProcess::Gone => format!("{who}: no such process on this host"),
-        OwnerProcess::PidReused { started_unix_ms } => format!(
-            "{who}: that pid now belongs to a process started {} (the owner is gone)",
-            wall_time::local(started_unix_ms as i64)
-        ),
-    };
+    let process = process(owner);
+    let fact = format!("{who}: {}", owner_process_words(owner, &process));
+    if matches!(process, OwnerProcess::Running | OwnerProcess::OtherHost) {
+        return Some((None, vec![fact], String::new()));
+    }
     let advice = "the holder's process is gone: if anything still renews its lease it is a leftover; wait for the lease to end or force-release the lock".to_owned();
     Some((Some(Verdict::OwnerGone), vec![fact], advice))
 }

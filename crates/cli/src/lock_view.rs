@@ -27,6 +27,27 @@ pub fn owner_process_label(owner: &OwnerInfo) -> &'static str {
     }
 }
 
+/// What `process` says about an owner, in words: shown by `get`,
+/// `force-release` and `diagnose` alike.
+pub fn owner_process_words(owner: &OwnerInfo, process: &OwnerProcess) -> String {
+    match process {
+        OwnerProcess::Running => "running on this host".into(),
+        OwnerProcess::Gone => "GONE: no such process on this host".into(),
+        OwnerProcess::PidReused { started_unix_ms } => format!(
+            "GONE: its pid now belongs to a process started {}",
+            wall_time::local(*started_unix_ms as i64)
+        ),
+        OwnerProcess::OtherHost => format!(
+            "on host {}, not this one: its process cannot be checked from here",
+            if owner.host.is_empty() {
+                "-"
+            } else {
+                &owner.host
+            }
+        ),
+    }
+}
+
 /// `later - earlier` in ms, 0 if either is unknown or it is negative.
 pub fn ms_between(earlier: i64, later: i64) -> u64 {
     if earlier == 0 || later == 0 {
@@ -158,7 +179,7 @@ pub fn lock_human(lock: &LockInfo, now_unix_ms: i64, indent: &str) -> String {
             line(
                 &mut out,
                 format!(
-                    "owner: {} on host {} pid {} started {} (process {})",
+                    "owner: {} on host {} pid {} started {} (process: {})",
                     if owner.owner.is_empty() {
                         "-"
                     } else {
@@ -171,15 +192,7 @@ pub fn lock_human(lock: &LockInfo, now_unix_ms: i64, indent: &str) -> String {
                     },
                     owner.pid,
                     wall_time::local(owner.process_start_unix_ms as i64),
-                    match owner_process(&owner) {
-                        OwnerProcess::Running => "running on this host".to_owned(),
-                        OwnerProcess::Gone => "GONE: not running on this host".to_owned(),
-                        OwnerProcess::PidReused { started_unix_ms } => format!(
-                            "GONE: its pid now belongs to a process started {}",
-                            wall_time::local(started_unix_ms as i64)
-                        ),
-                        OwnerProcess::OtherHost => "on another host: unknown from here".to_owned(),
-                    }
+                    owner_process_words(&owner, &owner_process(&owner))
                 ),
             );
             line(

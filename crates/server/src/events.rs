@@ -38,16 +38,6 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    /// Every kind, in the order above.
-    pub const ALL: [EventKind; 6] = [
-        EventKind::Acquired,
-        EventKind::Released,
-        EventKind::Expired,
-        EventKind::ForceReleased,
-        EventKind::WaiterTimedOut,
-        EventKind::ReleaseFailed,
-    ];
-
     /// The kind's stable name, as shown and sent: `force-released`, ….
     pub fn as_str(self) -> &'static str {
         match self {
@@ -125,16 +115,11 @@ impl EventLog {
     /// The last `limit` remembered events whose lock starts with `prefix`,
     /// oldest first.
     pub fn recent(&self, prefix: &str, limit: usize) -> Vec<LockEvent> {
-        let recent = self.recent.lock().expect("event log poisoned");
-        let mut matching: Vec<LockEvent> = recent
-            .iter()
-            .rev()
-            .filter(|event| event.lock.starts_with(prefix))
-            .take(limit)
-            .cloned()
-            .collect();
-        matching.reverse();
-        matching
+        last_matching(
+            &self.recent.lock().expect("event log poisoned"),
+            prefix,
+            limit,
+        )
     }
 
     /// The last `replay` matching events and a receiver of every later
@@ -146,16 +131,21 @@ impl EventLog {
     ) -> (Vec<LockEvent>, broadcast::Receiver<LockEvent>) {
         let recent = self.recent.lock().expect("event log poisoned");
         let receiver = self.sender.subscribe();
-        let mut matching: Vec<LockEvent> = recent
-            .iter()
-            .rev()
-            .filter(|event| event.lock.starts_with(prefix))
-            .take(replay)
-            .cloned()
-            .collect();
-        matching.reverse();
-        (matching, receiver)
+        (last_matching(&recent, prefix, replay), receiver)
     }
+}
+
+/// The last `limit` of `events` whose lock starts with `prefix`, oldest first.
+fn last_matching(events: &VecDeque<LockEvent>, prefix: &str, limit: usize) -> Vec<LockEvent> {
+    let mut matching: Vec<LockEvent> = events
+        .iter()
+        .rev()
+        .filter(|event| event.lock.starts_with(prefix))
+        .take(limit)
+        .cloned()
+        .collect();
+    matching.reverse();
+    matching
 }
 
 #[cfg(test)]

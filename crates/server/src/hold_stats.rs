@@ -42,6 +42,25 @@ struct PrefixHolds {
     holds: VecDeque<Duration>,
     /// Bumped on every record; the smallest is forgotten first.
     updated: u64,
+    /// The summary of `holds`, computed on the first ask after a record: a
+    /// `List` of many locks under one prefix sorts the holds once, and a
+    /// release (the hot path) never sorts.
+    summary: Option<HoldSummary>,
+}
+
+impl PrefixHolds {
+    fn summary(&mut self) -> HoldSummary {
+        *self.summary.get_or_insert_with(|| {
+            let mut sorted: Vec<Duration> = self.holds.iter().copied().collect();
+            sorted.sort_unstable();
+            // Nearest rank: the smallest hold at or above 99 % of all holds.
+            let rank = (sorted.len() * 99).div_ceil(100).max(1);
+            HoldSummary {
+                holds: sorted.len(),
+                p99: sorted[rank - 1],
+            }
+        })
+    }
 }
 
 /// Recent hold times by prefix.
@@ -57,35 +76,31 @@ impl HoldStats {
         let (prefixes, clock) = &mut *guard;
         *clock += 1;
         let prefix = prefix_of(name);
-        if !prefixes.contains_key(prefix) && prefixes.len() == PREFIXES_MAX {
-            let oldest = prefixes
-                .iter()
-                .min_by_key(|(_, holds)| holds.updated)
-                .map(|(prefix, _)| prefix.clone())
-                .expect("full map is not empty");
-            prefixes.remove(&oldest);
+        if !prefixes.contains_key(prefix) {
+            if prefixes.len() == PREFIXES_MAX {
+                let oldest = prefixes
+                    .iter()
+                    .min_by_key(|(_, holds)| holds.updated)
+                    .map(|(prefix, _)| prefix.clone())
+                    .expect("full map is not empty");
+                prefixes.remove(&oldest);
+            }
+            prefixes.insert(prefix.to_owned(), PrefixHolds::default());
         }
-        let entry = prefixes.entry(prefix.to_owned()).or_default();
+        let entry = prefixes.get_mut(prefix).expect("inserted above");
         if entry.holds.len() == HOLDS_PER_PREFIX {
             entry.holds.pop_front();
         }
         entry.holds.push_back(held);
         entry.updated = *clock;
+        entry.summary = None;
     }
 
     /// The usual hold time under the prefix of `name`, if any hold there
     /// was recorded.
     pub fn summary(&self, name: &str) -> Option<HoldSummary> {
-        let guard = self.inner.lock().expect("hold stats poisoned");
-        let holds = &guard.0.get(prefix_of(name))?.holds;
-        let mut sorted: Vec<Duration> = holds.iter().copied().collect();
-        sorted.sort_unstable();
-        // Nearest rank: the smallest hold at or above 99 % of all holds.
-        let rank = (sorted.len() * 99).div_ceil(100).max(1);
-        Some(HoldSummary {
-            holds: sorted.len(),
-            p99: sorted[rank - 1],
-        })
+        let mut guard = self.inner.lock().expect("hold stats poisoned");
+        Some(guard.0.get_mut(prefix_of(name))?.summary())
     }
 }
 
@@ -110,6 +125,13 @@ mod tests {
         let summary = stats.summary("jobs/other").unwrap();
         assert_eq!(summary.holds, 100);
         assert_eq!(summary.p99, Duration::from_millis(99));
+        // A new hold is counted at the next ask (the cached summary is dropped).
+        stats.record("jobs/a", Duration::from_secs(10));
+        let summary = stats.summary("jobs/a").unwrap();
+        assert_eq!(
+            (summary.holds, summary.p99),
+            (101, Duration::from_millis(100))
+        );
         stats.record("solo", Duration::from_secs(3));
         let solo = stats.summary("solo").unwrap();
         assert_eq!((solo.holds, solo.p99), (1, Duration::from_secs(3)));

@@ -82,27 +82,6 @@ impl ApplyHub {
             .map_or("?", |lease| lease.owner.owner.as_str())
     }
 
-    fn event(
-        &self,
-        at: At,
-        kind: EventKind,
-        name: &LockName,
-        lease: LeaseId,
-        owner: &str,
-    ) -> LockEvent {
-        let _ = self;
-        LockEvent {
-            kind,
-            lock: name.to_string(),
-            lease: lease.0,
-            owner: owner.to_owned(),
-            token: 0,
-            revision: at.revision,
-            at_unix_ms: at.at_unix_ms,
-            detail: String::new(),
-        }
-    }
-
     fn effect(&self, state: &State, at: At, effect: &Effect) {
         match effect {
             Effect::LeaseRenewed { lease, ttl_ms } => self.lease_renewed(state, *lease, *ttl_ms),
@@ -141,7 +120,7 @@ impl ApplyHub {
                 self.waiters.wake(name, *lease, WaitResult::Removed(*cause));
                 if *cause == WaitEndCause::TimedOut {
                     let owner = Self::owner(state, *lease);
-                    let event = self.event(at, EventKind::WaiterTimedOut, name, *lease, owner);
+                    let event = event(at, EventKind::WaiterTimedOut, name, *lease, owner);
                     self.events.record(event);
                 }
             }
@@ -156,7 +135,7 @@ impl ApplyHub {
                 metrics::counter!("leasehold_release_failures_total", "reason" => reason)
                     .increment(1);
                 tracing::info!(lock = %name, lease = lease.0, owner, token = token.0, error = %error, "release failed");
-                let mut event = self.event(at, EventKind::ReleaseFailed, name, *lease, owner);
+                let mut event = event(at, EventKind::ReleaseFailed, name, *lease, owner);
                 event.token = token.0;
                 event.detail = error.to_string();
                 self.events.record(event);
@@ -266,7 +245,7 @@ impl ApplyHub {
             from_queue,
             "lock acquired"
         );
-        let mut event = self.event(at, EventKind::Acquired, name, lease, owner);
+        let mut event = event(at, EventKind::Acquired, name, lease, owner);
         event.token = token.0;
         if from_queue {
             event.detail = "granted from the queue".into();
@@ -306,7 +285,7 @@ impl ApplyHub {
             FreeCause::Released | FreeCause::LeaseRevoked => EventKind::Released,
             FreeCause::LeaseExpired | FreeCause::MaxHoldExceeded => EventKind::Expired,
         };
-        let mut event = self.event(at, kind, name, lease, &owner);
+        let mut event = event(at, kind, name, lease, &owner);
         event.token = token.0;
         event.detail = match free_cause {
             _ if forced => force_detail(state, lease),
@@ -337,6 +316,21 @@ impl ApplyHub {
                     .increment(1);
             }
         }
+    }
+}
+
+/// An event of `kind` about `name` and `lease` at `at` (token and detail
+/// left for the caller to fill in where they apply).
+fn event(at: At, kind: EventKind, name: &LockName, lease: LeaseId, owner: &str) -> LockEvent {
+    LockEvent {
+        kind,
+        lock: name.to_string(),
+        lease: lease.0,
+        owner: owner.to_owned(),
+        token: 0,
+        revision: at.revision,
+        at_unix_ms: at.at_unix_ms,
+        detail: String::new(),
     }
 }
 

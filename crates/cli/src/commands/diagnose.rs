@@ -16,6 +16,7 @@ use leasehold_client::owner_process;
 use leasehold_proto::v1::lock_client::LockClient;
 use leasehold_proto::v1::{IncidentsRequest, ListLocksRequest, ListLocksResponse, LockInfo};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Shortest default sampling interval.
@@ -92,13 +93,19 @@ pub async fn run(args: DiagnoseArgs, global: &Global) -> Result<(), CliError> {
         .header
         .as_ref()
         .map_or(0, |h| h.server_time_unix_ms);
+    let before: HashMap<&str, &LockInfo> = first
+        .reply
+        .locks
+        .iter()
+        .map(|lock| (lock.name.as_str(), lock))
+        .collect();
     let mut found: Vec<Diagnosis> = second
         .reply
         .locks
         .iter()
         .map(|lock| {
             let seen = Observed {
-                first: first.reply.locks.iter().find(|l| l.name == lock.name),
+                first: before.get(lock.name.as_str()).copied(),
                 second: lock,
                 elapsed_ms,
                 now_unix_ms,
