@@ -50,14 +50,21 @@ pub enum LockError {
         what: String,
     },
     /// A fenced-store write whose token is below the highest token that has
-    /// already written the key: a newer holder has written since.
-    #[error("stale token {presented} for fenced key \"{key}\": the key was written with token {highest}; this writer's lock has passed to a newer holder, so stop writing")]
+    /// already written the key. The writer holds `lock`, but the key was
+    /// written since by the holder of `highest_lock` with a newer token
+    /// (tokens are revisions shared by every lock, so a key written under
+    /// one lock refuses the holders of older tokens of any lock).
+    #[error("stale token {presented} for fenced key \"{key}\": the key was written with token {highest} by the holder of lock {highest_lock}, newer than this writer's lock {lock}; a key takes writes only in token order, so stop writing it under {lock} (guard each key with one lock)")]
     StaleToken {
         key: FencedKey,
+        /// The lock the writer holds.
+        lock: LockName,
         /// The token the writer presented.
         presented: Token,
         /// The highest token that has written the key.
         highest: Token,
+        /// The lock whose holder wrote the key with `highest`.
+        highest_lock: LockName,
     },
     /// A force release of a lock whose holder did not declare `fenced`,
     /// without `allow_unfenced`. Appended last so stored errors still decode.

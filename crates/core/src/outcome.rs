@@ -1,7 +1,7 @@
 //! What applying a command produced: the caller's reply (or error), and the
 //! effects the server reacts to (wake a waiter, arm or disarm a timer).
 
-use crate::{LeaseId, LockError, LockName, Revision, Token};
+use crate::{FencedKey, LeaseId, LockError, LockName, Revision, Token};
 use serde::{Deserialize, Serialize};
 
 /// The caller's result of one command.
@@ -117,6 +117,25 @@ pub enum Effect {
         lease: LeaseId,
         token: Token,
         /// The error the caller was told.
+        error: LockError,
+    },
+    /// A fenced put was refused (stale token, not the holder, no such lock,
+    /// a store limit): reported as an event and a warning, so a stale
+    /// writer leaves a trace at the server ("find stale writes").
+    FencedPutRefused {
+        /// The key the put named.
+        key: FencedKey,
+        /// The lock the writer named.
+        lock: LockName,
+        /// The writer's lease, when its token is the lock's current holder's.
+        lease: Option<LeaseId>,
+        /// The token the writer presented.
+        presented: Token,
+        /// The key's highest token and the lock that wrote it, if the key
+        /// was ever written.
+        highest: Option<Token>,
+        highest_lock: Option<LockName>,
+        /// The error the writer was told.
         error: LockError,
     },
     /// `name` is unavailable for `delay_ms` because the holder with `token`

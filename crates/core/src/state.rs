@@ -140,7 +140,7 @@ impl State {
                 key,
                 value,
                 request_id,
-            } => self.fenced_put(lock, token, key, value, request_id),
+            } => self.fenced_put(lock, token, key, value, request_id, &mut effects),
             Command::ForceRelease {
                 name,
                 expected_token,

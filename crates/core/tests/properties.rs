@@ -138,10 +138,13 @@ impl Model {
             Ok(other) => panic!("fenced put replied {other:?}"),
             Err(LockError::StaleToken {
                 key: refused,
+                lock: writer,
                 presented,
                 highest: h,
+                ..
             }) => {
                 assert_eq!(refused, key);
+                assert_eq!(writer, lock);
                 // A dedup replay may name an older highest; never a newer one.
                 assert_eq!(presented, token);
                 assert!(highest.is_some_and(|m| *h <= m), "refused above the model");

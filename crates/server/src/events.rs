@@ -35,6 +35,9 @@ pub enum EventKind {
     WaiterTimedOut,
     /// A release was refused (no such lock, not the holder, lease gone).
     ReleaseFailed,
+    /// A fenced-store write was refused (stale token, not the holder, no
+    /// such lock, a store limit): the trace a stale writer leaves.
+    FencedPutRefused,
 }
 
 impl EventKind {
@@ -47,6 +50,7 @@ impl EventKind {
             EventKind::ForceReleased => "force-released",
             EventKind::WaiterTimedOut => "waiter-timed-out",
             EventKind::ReleaseFailed => "release-failed",
+            EventKind::FencedPutRefused => "fenced-put-refused",
         }
     }
 }
@@ -76,6 +80,12 @@ pub struct LockEvent {
     /// More about it: how a lock was freed (`lease revoked`, `max hold
     /// exceeded`), a force release's reason and caller, a release's error.
     pub detail: String,
+    /// A refused fenced put: the key it named (empty for other kinds).
+    pub key: String,
+    /// A refused fenced put: the key's highest token (0 if never written).
+    pub highest_token: u64,
+    /// A refused fenced put: the lock whose holder wrote the highest token.
+    pub highest_lock: String,
 }
 
 /// Recent events, and a channel for new ones.
@@ -162,6 +172,9 @@ mod tests {
             revision: token,
             at_unix_ms: 0,
             detail: String::new(),
+            key: String::new(),
+            highest_token: 0,
+            highest_lock: String::new(),
         }
     }
 

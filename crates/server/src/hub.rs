@@ -140,6 +140,35 @@ impl ApplyHub {
                 event.detail = error.to_string();
                 self.events.record(event);
             }
+            Effect::FencedPutRefused {
+                key,
+                lock,
+                lease,
+                presented,
+                highest,
+                highest_lock,
+                error,
+            } => {
+                let lease = lease.unwrap_or(LeaseId(0));
+                let owner = if lease.0 == 0 {
+                    ""
+                } else {
+                    Self::owner(state, lease)
+                };
+                let highest_token = highest.map_or(0, |t| t.0);
+                let highest_lock = highest_lock.as_ref().map_or("", |l| l.as_str());
+                let reason = variant_label(error);
+                metrics::counter!("leasehold_fenced_put_refusals_total", "reason" => reason)
+                    .increment(1);
+                tracing::warn!(key = %key, lock = %lock, lease = lease.0, owner, token = presented.0, highest_token, highest_lock, error = %error, "fenced put refused");
+                let mut event = event(at, EventKind::FencedPutRefused, lock, lease, owner);
+                event.token = presented.0;
+                event.key = key.to_string();
+                event.highest_token = highest_token;
+                event.highest_lock = highest_lock.to_owned();
+                event.detail = error.to_string();
+                self.events.record(event);
+            }
             Effect::LockDelayStarted {
                 name,
                 token,
@@ -331,6 +360,9 @@ fn event(at: At, kind: EventKind, name: &LockName, lease: LeaseId, owner: &str) 
         revision: at.revision,
         at_unix_ms: at.at_unix_ms,
         detail: String::new(),
+        key: String::new(),
+        highest_token: 0,
+        highest_lock: String::new(),
     }
 }
 

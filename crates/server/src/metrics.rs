@@ -59,6 +59,10 @@ const COUNTERS: &[(&str, &str)] = &[
     ),
     ("leasehold_fenced_puts_total", "Fenced puts accepted."),
     (
+        "leasehold_fenced_put_refusals_total",
+        "Fenced puts refused (stale token, not the holder, no such lock, a limit), by error kind.",
+    ),
+    (
         "leasehold_connections_refused_total",
         "Connections refused at the connection limit.",
     ),

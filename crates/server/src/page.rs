@@ -192,6 +192,9 @@ fn event_json(event: &LockEvent) -> Value {
         "revision": event.revision,
         "at_unix_ms": event.at_unix_ms,
         "detail": event.detail,
+        "key": event.key,
+        "highest_token": event.highest_token,
+        "highest_lock": event.highest_lock,
     })
 }
 

@@ -187,6 +187,9 @@ pub fn event_json(event: &Event) -> Value {
         "revision": event.revision,
         "at_unix_ms": event.at_unix_ms,
         "detail": event.detail,
+        "key": event.key,
+        "highest_token": event.highest_token,
+        "highest_lock": event.highest_lock,
     })
 }
 
@@ -208,6 +211,18 @@ pub fn event_line(event: &Event) -> String {
         owner,
         event.revision,
     );
+    if !event.key.is_empty() {
+        line.push_str(&format!(
+            " key={} highest_token={} highest_lock={}",
+            event.key,
+            event.highest_token,
+            if event.highest_lock.is_empty() {
+                "-"
+            } else {
+                &event.highest_lock
+            },
+        ));
+    }
     if !event.detail.is_empty() {
         line.push_str(&format!("  {}", event.detail));
     }
@@ -228,6 +243,7 @@ mod tests {
             revision: 99,
             at_unix_ms: 1_795_959_660_123,
             detail: "by bob@h2: holder hung".into(),
+            ..Event::default()
         }
     }
 
@@ -264,6 +280,9 @@ mod tests {
         let mut expected = [
             "at_unix_ms",
             "detail",
+            "highest_lock",
+            "highest_token",
+            "key",
             "kind",
             "lease",
             "lock",

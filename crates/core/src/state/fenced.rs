@@ -12,11 +12,15 @@
 
 use super::State;
 use crate::{
-    nearby, FencedEntry, FencedKey, LockError, LockName, Outcome, Reply, RequestId, Token,
+    nearby, Effect, FencedEntry, FencedKey, LeaseId, LockError, LockName, Outcome, Reply,
+    RequestId, Token,
 };
 
 impl State {
     /// Writes `value` under `key` for the holder of `lock` with `token`.
+    /// Every refusal (other than the replay of a remembered one) is also
+    /// reported as [`Effect::FencedPutRefused`], so the server keeps a trace
+    /// of stale writers.
     pub(super) fn fenced_put(
         &mut self,
         lock: LockName,
@@ -24,58 +28,84 @@ impl State {
         key: FencedKey,
         value: Vec<u8>,
         request_id: Option<RequestId>,
+        effects: &mut Vec<Effect>,
+    ) -> Outcome {
+        let holder = self
+            .locks
+            .get(&lock)
+            .and_then(|row| row.holder.as_ref())
+            .map(|h| (h.lease, h.token));
+        let writer_lease = holder.filter(|(_, held)| *held == token).map(|(l, _)| l);
+        if let Some(first) = writer_lease.and_then(|lease| self.remembered(lease, &request_id)) {
+            return first;
+        }
+        let outcome = self.fenced_put_checked(&lock, token, &key, value, holder);
+        if let Some(lease) = writer_lease {
+            self.remember(lease, request_id, &outcome);
+        }
+        if let Err(error) = &outcome {
+            let written = self.fenced.get(&key);
+            effects.push(Effect::FencedPutRefused {
+                highest: written.map(|entry| entry.token),
+                highest_lock: written.map(|entry| entry.lock.clone()),
+                key,
+                lock,
+                lease: writer_lease,
+                presented: token,
+                error: error.clone(),
+            });
+        }
+        outcome
+    }
+
+    /// `fenced_put` for a request not seen before: the checks, then the write.
+    /// `holder` is `lock`'s current holder (lease, token), if any.
+    fn fenced_put_checked(
+        &mut self,
+        lock: &LockName,
+        token: Token,
+        key: &FencedKey,
+        value: Vec<u8>,
+        holder: Option<(LeaseId, Token)>,
     ) -> Outcome {
         // The server validates before proposing; checking again keeps a
         // malformed log entry from ever reaching the table.
         crate::check_fenced_value(&value)?;
-        let Some(row) = self.locks.get(&lock) else {
+        if !self.locks.contains_key(lock) {
             return Err(LockError::NoSuchLock {
                 nearby: nearby::nearby_names(&self.locks, lock.as_str()),
-                name: lock,
+                name: lock.clone(),
             });
-        };
-        let holder = row.holder.as_ref().map(|h| (h.lease, h.token));
-        let lease = match holder {
-            Some((lease, held)) if held == token => lease,
-            _ => {
-                return Err(LockError::NotHolder {
-                    name: lock,
-                    lease: None,
-                    token,
-                    holder_token: holder.map(|(_, held)| held),
-                })
-            }
-        };
-        if let Some(first) = self.remembered(lease, &request_id) {
-            return first;
         }
-        let outcome = self.fenced_put_fresh(lock, token, key, value);
-        self.remember(lease, request_id, &outcome);
-        outcome
-    }
-
-    /// `fenced_put` by the current holder, for a request not seen before.
-    fn fenced_put_fresh(
-        &mut self,
-        lock: LockName,
-        token: Token,
-        key: FencedKey,
-        value: Vec<u8>,
-    ) -> Outcome {
-        if let Some(entry) = self.fenced.get(&key) {
+        if holder.map(|(_, held)| held) != Some(token) {
+            return Err(LockError::NotHolder {
+                name: lock.clone(),
+                lease: None,
+                token,
+                holder_token: holder.map(|(_, held)| held),
+            });
+        }
+        if let Some(entry) = self.fenced.get(key) {
             if token < entry.token {
                 return Err(LockError::StaleToken {
-                    key,
+                    key: key.clone(),
+                    lock: lock.clone(),
                     presented: token,
                     highest: entry.token,
+                    highest_lock: entry.lock.clone(),
                 });
             }
         }
-        self.fenced.check_room(&key, value.len())?;
+        self.fenced.check_room(key, value.len())?;
         // The holder's token was granted at or before this revision.
         assert!(token.0 <= self.revision.0, "holder token above revision");
         self.bump();
-        self.fenced.insert(key, FencedEntry { value, token, lock });
+        let entry = FencedEntry {
+            value,
+            token,
+            lock: lock.clone(),
+        };
+        self.fenced.insert(key.clone(), entry);
         Ok(Reply::FencedStored { token })
     }
 

@@ -2,7 +2,10 @@
 //! idempotent retries, the limits, and snapshots.
 
 use super::test_support::*;
-use crate::{limits, Applied, Command, FencedKey, LockError, Reply, RequestId, State, Token};
+use crate::{
+    limits, Applied, Command, Effect, FencedKey, LockError, LockName, Reply, RequestId, State,
+    Token,
+};
 
 fn key(raw: &str) -> FencedKey {
     FencedKey::parse(raw).unwrap()
@@ -153,13 +156,34 @@ fn a_current_holder_below_the_keys_highest_token_is_stale() {
         refused.outcome,
         Err(LockError::StaleToken {
             key: key("shared"),
+            lock: LockName::parse("first").unwrap(),
             presented: low,
             highest: high,
+            highest_lock: LockName::parse("second").unwrap(),
         })
     );
     let text = refused.outcome.unwrap_err().to_string();
     assert!(text.contains(&format!("stale token {low}")), "{text}");
-    assert!(text.contains(&format!("token {high}")), "{text}");
+    assert!(
+        text.contains(&format!("token {high} by the holder of lock second")),
+        "{text}"
+    );
+    assert!(!text.contains("passed to a newer holder"), "{text}");
+    assert!(
+        matches!(
+            &refused.effects[..],
+            [Effect::FencedPutRefused {
+                lease: Some(lease),
+                presented,
+                highest: Some(highest),
+                highest_lock: Some(highest_lock),
+                ..
+            }] if *lease == a && *presented == low && *highest == high
+                && highest_lock.as_str() == "second"
+        ),
+        "{:?}",
+        refused.effects
+    );
     assert_eq!(state.revision(), revision);
     assert_eq!(stored(&state, "shared").unwrap().2, "second");
 }

@@ -173,8 +173,10 @@ mod tests {
     fn stale_token_carries_the_highest_token_and_names_both() {
         let status = Status::from(ApiError::Core(LockError::StaleToken {
             key: leasehold_core::FencedKey::parse("cfg/leader").unwrap(),
+            lock: LockName::parse("jobs/a").unwrap(),
             presented: Token(5),
             highest: Token(12),
+            highest_lock: LockName::parse("jobs/b").unwrap(),
         }));
         assert_eq!(status.code(), Code::FailedPrecondition);
         assert_eq!(detail(&status).reason, "StaleToken");

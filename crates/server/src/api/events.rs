@@ -147,6 +147,9 @@ fn event_to_wire(event: &LockEvent) -> Event {
         revision: event.revision,
         at_unix_ms: i64::try_from(event.at_unix_ms).unwrap_or(i64::MAX),
         detail: event.detail.clone(),
+        key: event.key.clone(),
+        highest_token: event.highest_token,
+        highest_lock: event.highest_lock.clone(),
     }
 }
 
@@ -170,6 +173,9 @@ mod tests {
             revision,
             at_unix_ms: 1_000,
             detail: "released".into(),
+            key: String::new(),
+            highest_token: 0,
+            highest_lock: String::new(),
         }
     }
 
