@@ -50,11 +50,6 @@ impl Conn {
         })
     }
 
-    /// The channel, for building a generated client.
-    pub fn channel(&self) -> Channel {
-        self.channel.clone()
-    }
-
     /// The `--timeout` bound on each call.
     pub fn timeout(&self) -> Duration {
         self.timeout

@@ -4,7 +4,6 @@
 
 use crate::exit::Exit;
 use leasehold_proto::v1::ErrorDetail;
-use prost::Message;
 
 /// A failed command: how to exit and what to tell the user.
 #[derive(Debug)]
@@ -45,17 +44,6 @@ impl CliError {
             None => exit_for_code(status.code()),
         };
         CliError::new(exit, message(status, detail.as_ref()))
-    }
-
-    /// Maps an `ErrorDetail` that arrived inside a reply (a keep-alive
-    /// stream's failed renewal) like a status carrying it.
-    pub fn from_detail(detail: &ErrorDetail) -> CliError {
-        let status = tonic::Status::with_details(
-            tonic::Code::Unknown,
-            detail.message.clone(),
-            detail.encode_to_vec().into(),
-        );
-        CliError::from_status(&status)
     }
 
     /// The server's machine-readable reason, if it sent one.
@@ -176,6 +164,7 @@ fn mentions_number(text: &str, n: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use prost::Message;
 
     fn status(reason: &str, detail: ErrorDetail, code: tonic::Code, msg: &str) -> tonic::Status {
         let mut detail = detail;

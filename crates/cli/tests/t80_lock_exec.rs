@@ -6,36 +6,9 @@
 
 mod common;
 
+use common::process::{args, process_gone, read_ready, sh};
 use common::{finish, wait_for, Server};
-use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// Reads a file the command writes once it is ready (None until then).
-fn read_ready(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    text.ends_with('\n').then(|| text.trim().to_owned())
-}
-
-/// Whether `pid` is gone (no such process, or a zombie nobody reaped yet).
-fn process_gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-    }
-}
-
-fn sh(script: &str) -> Vec<String> {
-    vec!["--".into(), "sh".into(), "-c".into(), script.into()]
-}
-
-fn args<'a>(head: &[&'a str], tail: &'a [String]) -> Vec<&'a str> {
-    head.iter()
-        .copied()
-        .chain(tail.iter().map(String::as_str))
-        .collect()
-}
 
 fn no_locks_under(server: &Server, prefix: &str) -> bool {
     let listed = server.ok_json(&["ls", prefix, "--json"]);

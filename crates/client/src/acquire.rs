@@ -178,12 +178,11 @@ impl LockRequest {
                 return Err(error.about(name.as_str()));
             }
         };
-        state.acquired(&name, token);
         pending.settled = true;
         let hold_deadline = options
             .max_hold
             .map(|max_hold| sent + max_hold.saturating_sub(inner.timing.margin));
-        let guard = LockGuard::new(inner, name, token, hold_deadline);
+        let guard = LockGuard::new(&self.lease, name, token, hold_deadline);
         // Granted, but the lease may have lapsed while the reply travelled.
         guard.fence().map_err(Error::Lost)?;
         Ok(guard)

@@ -5,8 +5,9 @@
 use crate::backoff::{Backoff, Jitter};
 use crate::endpoints::Endpoints;
 use crate::error::Error;
-use crate::lease::LeaseBuilder;
+use crate::lease::{KeepAliveBuilder, LeaseBuilder};
 use crate::options::ClientOptions;
+use leasehold_core::LeaseId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -56,6 +57,14 @@ impl Client {
     /// `.grant().await`.
     pub fn lease(&self, ttl: Duration) -> LeaseBuilder {
         LeaseBuilder::new(self.clone(), ttl)
+    }
+
+    /// Starts renewing lease `lease`, granted elsewhere (by a script, or
+    /// another process), with the same keeper as a granted lease; finish
+    /// with `.start().await`. Dropping the handle stops renewing without
+    /// revoking the lease.
+    pub fn keep_alive(&self, lease: LeaseId) -> KeepAliveBuilder {
+        KeepAliveBuilder::new(self.clone(), lease)
     }
 
     /// The URL of the endpoint in use.

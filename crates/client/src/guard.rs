@@ -5,24 +5,13 @@
 
 use crate::clock::{sleep_until, BootInstant};
 use crate::error::Error;
-use crate::lease::{LeaseInner, LeaseState};
+use crate::lease::{Hold, Lease, LeaseInner, LeaseState};
 use crate::loss::{LockLost, LossCause};
 use crate::release::{send_release, ReleaseOutcome};
 use leasehold_core::{LeaseId, LockName, Token};
 use std::ops::Deref;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-
-/// What a guard adds to its lease's state.
-#[derive(Debug)]
-struct GuardState {
-    /// Fires at the loss of this lock (a child of the lease's token).
-    cancel: CancellationToken,
-    /// Why this lock (not the whole lease) ended; set once.
-    loss: OnceLock<LossCause>,
-    /// Local end of `max_hold`: acquire send time + max_hold − margin.
-    hold_deadline: Option<BootInstant>,
-}
 
 /// A view of a held lock for the work done under it: the token, and
 /// whether ownership still holds. Clone it freely; it does not keep the
@@ -31,9 +20,8 @@ struct GuardState {
 #[derive(Clone, Debug)]
 pub struct LockHandle {
     lease: Arc<LeaseState>,
-    guard: Arc<GuardState>,
+    hold: Arc<Hold>,
     name: LockName,
-    token: Token,
 }
 
 impl LockHandle {
@@ -50,27 +38,25 @@ impl LockHandle {
     /// The fencing token: pass it with every write to the protected
     /// resource, which rejects tokens lower than the highest it has seen.
     pub fn token(&self) -> Token {
-        self.token
+        self.hold.token
     }
 
     /// The token if the lock is still ours *now*, else why it is not.
     /// Call it right before each protected write; a paused process that
     /// wakes up past its deadline gets `Err` here, before it writes.
     pub fn fence(&self) -> Result<Token, LockLost> {
-        if let Some(cause) = self.guard.loss.get() {
-            // Fire the token before reporting (see `LeaseState::loss`).
-            self.guard.cancel.cancel();
-            return Err(self.error(cause.clone()));
+        if let Some(cause) = self.hold.loss() {
+            return Err(self.error(cause));
         }
         if let Err(cause) = self.lease.check() {
             return Err(self.error(cause));
         }
-        if let Some(deadline) = self.guard.hold_deadline {
+        if let Some(deadline) = self.hold.hold_deadline {
             if self.lease.clock.now() >= deadline {
                 return Err(self.end(LossCause::MaxHoldReached));
             }
         }
-        Ok(self.token)
+        Ok(self.hold.token)
     }
 
     /// Resolves when ownership is lost, with why. The
@@ -78,13 +64,13 @@ impl LockHandle {
     pub async fn lost(&self) -> LockLost {
         loop {
             let hold = async {
-                match self.guard.hold_deadline {
+                match self.hold.hold_deadline {
                     Some(deadline) => sleep_until(self.lease.clock.as_ref(), deadline).await,
                     None => std::future::pending().await,
                 }
             };
             tokio::select! {
-                () = self.guard.cancel.cancelled() => {}
+                () = self.hold.cancel.cancelled() => {}
                 () = hold => {}
             }
             if let Err(lost) = self.fence() {
@@ -96,19 +82,13 @@ impl LockHandle {
     /// A token cancelled the moment ownership is lost: hand it to work that
     /// should stop then (`tokio::select!` on `cancelled()`).
     pub fn cancellation(&self) -> CancellationToken {
-        self.guard.cancel.clone()
+        self.hold.cancel.clone()
     }
 
     /// Ends this lock's ownership for `cause` (first cause stands).
     fn end(&self, cause: LossCause) -> LockLost {
-        let standing = self.guard.loss.get_or_init(|| {
-            if !cause.is_voluntary() {
-                crate::metrics::lost(&cause);
-            }
-            cause
-        });
-        self.guard.cancel.cancel();
-        self.error(standing.clone())
+        let standing = self.hold.end(cause);
+        self.error(standing)
     }
 
     fn error(&self, cause: LossCause) -> LockLost {
@@ -129,23 +109,23 @@ pub struct LockGuard {
 }
 
 impl LockGuard {
-    /// A guard for `name`, granted `token`, on `lease`.
+    /// A guard for `name`, granted `token`, on `lease`: registered with
+    /// the lease (the keeper renews for it, and ends it if the server
+    /// stops listing it).
     pub(crate) fn new(
-        lease: Arc<LeaseInner>,
+        lease: &Lease,
         name: LockName,
         token: Token,
         hold_deadline: Option<BootInstant>,
     ) -> LockGuard {
-        let guard = Arc::new(GuardState {
-            cancel: lease.state.cancellation().child_token(),
-            loss: OnceLock::new(),
-            hold_deadline,
-        });
+        let inner = lease.inner();
+        let cancel = inner.state.cancellation().child_token();
+        let hold = Arc::new(Hold::new(token, cancel, hold_deadline, lease.claim()));
+        inner.state.acquired(&name, hold.clone());
         let handle = LockHandle {
-            lease: lease.state.clone(),
-            guard,
+            lease: inner.state.clone(),
+            hold,
             name,
-            token,
         };
         if hold_deadline.is_some() {
             // Fire the cancellation at the max-hold deadline even if nobody
@@ -157,7 +137,7 @@ impl LockGuard {
         }
         LockGuard {
             handle,
-            lease,
+            lease: inner,
             released: false,
         }
     }
@@ -173,13 +153,15 @@ impl LockGuard {
     pub async fn release(mut self) -> Result<ReleaseOutcome, Error> {
         self.released = true;
         self.handle.end(LossCause::Released);
+        // Renewal goes on until the release is sent.
+        let _claim = self.handle.hold.give_up_claim();
         let state = &self.lease.state;
         state.forget(&self.handle.name, false);
         let outcome = send_release(
             &self.lease.client,
             state.id,
             &self.handle.name,
-            self.handle.token,
+            self.handle.token(),
         )
         .await;
         if outcome.is_err() {
@@ -203,14 +185,19 @@ impl Drop for LockGuard {
             return;
         }
         self.handle.end(LossCause::Released);
+        let claim = self.handle.hold.give_up_claim();
         let state = self.lease.state.clone();
         state.forget(&self.handle.name, false);
+        if self.handle.hold.ended_by_server() {
+            // The server already freed it: nothing to release.
+            return;
+        }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             // No runtime to release on: the lease's end frees the lock.
             return;
         };
         let lease = self.lease.clone();
-        let (name, token) = (self.handle.name.clone(), self.handle.token);
+        let (name, token) = (self.handle.name.clone(), self.handle.token());
         runtime.spawn(async move {
             if send_release(&lease.client, state.id, &name, token)
                 .await
@@ -218,8 +205,9 @@ impl Drop for LockGuard {
             {
                 state.want_reconcile();
             }
-            // `lease` drops here: if this guard was the last handle, the
-            // keeper stops and revokes the lease.
+            // `claim` drops here: if it was the last, the keeper stops and
+            // revokes the lease.
+            drop(claim);
         });
     }
 }

@@ -81,7 +81,7 @@ pub use acquire::{LockOptions, LockRequest};
 pub use client::Client;
 pub use error::Error;
 pub use guard::{LockGuard, LockHandle};
-pub use lease::{Lease, LeaseBuilder};
+pub use lease::{KeepAliveBuilder, Lease, LeaseBuilder, Renewed};
 pub use leasehold_core::{LeaseId, Token};
 pub use loss::{LockLost, LossCause};
 pub use name::{IntoLockName, LockName};

@@ -30,6 +30,13 @@ pub enum LossCause {
     Revoked,
     /// This process released the lock (a copy of its handle asked after).
     Released,
+    /// The server ended this hold while the lease lived (an operator's
+    /// force release, the lock's max hold): the lock may already be
+    /// someone else's. Seen in the first keep-alive reply after it.
+    ReleasedByServer {
+        /// How, as the server tells it ("force-released by alice@host: …").
+        how: String,
+    },
     /// The server refused renewal with another definite error.
     Refused {
         /// The server's reason.
@@ -53,6 +60,7 @@ impl LossCause {
             LossCause::MaxHoldReached => "max_hold_reached",
             LossCause::Revoked => "revoked",
             LossCause::Released => "released",
+            LossCause::ReleasedByServer { .. } => "released_by_server",
             LossCause::Refused { .. } => "refused",
         }
     }
@@ -82,6 +90,9 @@ impl fmt::Display for LossCause {
             LossCause::MaxHoldReached => write!(f, "the lock's max hold time ran out"),
             LossCause::Revoked => write!(f, "this process revoked the lease"),
             LossCause::Released => write!(f, "this process released the lock"),
+            LossCause::ReleasedByServer { how } => {
+                write!(f, "the server took it away while the lease lived ({how})")
+            }
             LossCause::Refused { reason } => write!(f, "the server refused renewal ({reason})"),
         }
     }

@@ -38,6 +38,10 @@ pub const EXPIRED_LEASES_REMEMBERED: usize = 4_096;
 pub const REVOCATIONS_REMEMBERED: usize = 4_096;
 /// Failed releases remembered for diagnosis.
 pub const FAILED_RELEASES_REMEMBERED: usize = 256;
+/// Holds the server ended while their lease lived (force releases, max
+/// hold), remembered per lease for its keep-alive replies, so the holder
+/// hears how it lost the lock (oldest forgotten first).
+pub const ENDED_HOLDS_REMEMBERED: usize = 16;
 /// Force releases remembered for the incident record (oldest forgotten first).
 pub const FORCE_RELEASES_REMEMBERED: usize = 256;
 /// Longest reason given for a force release, in bytes.

@@ -247,6 +247,18 @@ impl State {
         self.leases.values()
     }
 
+    /// The locks `lease` holds, with their tokens, in name order (nothing
+    /// for a lease that is not live).
+    pub fn held_by(&self, lease: LeaseId) -> impl Iterator<Item = (&LockName, Token)> + '_ {
+        let names = self.leases.get(&lease).map(|row| row.holds.iter());
+        names.into_iter().flatten().map(move |name| {
+            let holder = self.locks.get(name).and_then(|l| l.holder.as_ref());
+            let holder = holder.expect("a lease lists a lock it holds");
+            assert_eq!(holder.lease, lease, "a lease lists a lock another holds");
+            (name, holder.token)
+        })
+    }
+
     /// Number of live leases.
     pub fn lease_count(&self) -> usize {
         self.leases.len()

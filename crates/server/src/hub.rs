@@ -10,6 +10,7 @@
 //! leases or owners. Every node applies the same log, so counters agree
 //! across nodes; durations are measured on this node's clock.
 
+use crate::ended_holds::{EndedHold, EndedHolds};
 use crate::events::{EventKind, EventLog, LockEvent};
 use crate::hold_stats::HoldStats;
 use crate::storage::ApplyListener;
@@ -31,6 +32,9 @@ pub struct ApplyHub {
     pub events: EventLog,
     /// Recent hold times by prefix.
     pub holds: HoldStats,
+    /// Holds the server ended while their lease lived, for the holder's
+    /// next keep-alive reply.
+    pub ended: EndedHolds,
     /// Each current holder (by token, unique per grant): when it got its
     /// lock on this node's clock (hold-time histogram, `held for`) and its
     /// owner (the freed event names it after the lease is gone). Bounded by
@@ -58,6 +62,7 @@ impl ApplyHub {
             timers,
             events: EventLog::new(),
             holds: HoldStats::default(),
+            ended: EndedHolds::default(),
             held: Mutex::new(HashMap::new()),
         }
     }
@@ -87,6 +92,7 @@ impl ApplyHub {
             Effect::LeaseRenewed { lease, ttl_ms } => self.lease_renewed(state, *lease, *ttl_ms),
             Effect::LeaseEnded { lease, expired } => {
                 self.timers.update(|table, _| table.lease_ended(*lease));
+                self.ended.lease_ended(*lease);
                 if *expired {
                     metrics::counter!("leasehold_leases_expired_total").increment(1);
                     tracing::info!(lease = lease.0, "lease expired");
@@ -207,21 +213,7 @@ impl ApplyHub {
     fn log_renewal(state: &State, lease: LeaseId, ttl_ms: u64, margin: Duration) {
         let owner = Self::owner(state, lease);
         let margin_ms = margin.as_millis() as u64;
-        let held: Vec<(&LockName, Token)> = state
-            .lease(lease)
-            .map(|row| {
-                let token_of = |name| {
-                    state
-                        .lock(name)
-                        .and_then(|l| l.holder.as_ref())
-                        .map(|h| h.token)
-                };
-                row.holds
-                    .iter()
-                    .filter_map(|name| Some((name, token_of(name)?)))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let held: Vec<(&LockName, Token)> = state.held_by(lease).collect();
         if let [(lock, token)] = held[..] {
             tracing::debug!(lock = %lock, lease = lease.0, owner, token = token.0, ttl_ms, margin_ms, "lease renewed");
         } else {
@@ -322,6 +314,26 @@ impl ApplyHub {
             FreeCause::Released | FreeCause::LeaseExpired => String::new(),
             FreeCause::LeaseRevoked | FreeCause::MaxHoldExceeded => cause.replace('_', " "),
         };
+        // The lease lives on: its holder hears of this end from its next
+        // keep-alive reply.
+        let lease_lives = matches!(free_cause, FreeCause::Released | FreeCause::MaxHoldExceeded);
+        if lease_lives && (forced || free_cause == FreeCause::MaxHoldExceeded) {
+            let how = match forced {
+                true => format!("force-released {}", event.detail),
+                false => "the server released it when its max hold ran out".to_owned(),
+            };
+            let kind = event.kind.as_str();
+            let (name, token) = (name.clone(), token);
+            self.ended.record(
+                lease,
+                EndedHold {
+                    name,
+                    token,
+                    kind,
+                    how,
+                },
+            );
+        }
         if forced {
             metrics::counter!("leasehold_force_releases_total").increment(1);
             tracing::warn!(lock = %name, lease = lease.0, owner, token = token.0, cause = %cause, forced, detail = %event.detail, "lock freed");
@@ -428,6 +440,7 @@ impl ApplyListener for ApplyHub {
     fn reset(&self, state: &State) {
         let mut held = self.held.lock().expect("held poisoned");
         held.clear();
+        self.ended.clear();
         self.timers.update(|table, now| {
             table.clear();
             for lease in state.leases() {

@@ -31,6 +31,7 @@ pub mod api;
 pub mod clock;
 mod config;
 mod connections;
+pub mod ended_holds;
 pub mod events;
 pub mod hold_stats;
 mod http;

@@ -7,10 +7,10 @@ use crate::duration;
 use crate::error::CliError;
 use crate::exit::Exit;
 use crate::output::{owner_json, print_json};
+use leasehold_client::{Client, ClientOptions, LeaseId, Renewed};
 use leasehold_proto::v1::lease_client::LeaseClient;
 use leasehold_proto::v1::{
-    GetLeaseRequest, GrantRequest, GrantResponse, KeepAliveRequest, KeepAliveResponse,
-    RevokeRequest,
+    GetLeaseRequest, GrantRequest, GrantResponse, KeepAliveRequest, RevokeRequest,
 };
 use serde_json::json;
 use std::time::Duration;
@@ -80,11 +80,15 @@ pub struct GetArgs {
 
 /// Runs a `lease` subcommand.
 pub async fn run(cmd: LeaseCmd, global: &Global) -> Result<(), CliError> {
+    if let LeaseCmd::Keepalive(args) = &cmd {
+        if !args.once {
+            return keepalive_stream(global, args).await;
+        }
+    }
     let mut conn = global.connect().await?;
     match cmd {
         LeaseCmd::Grant(args) => grant_cmd(&mut conn, args).await,
-        LeaseCmd::Keepalive(args) if args.once => keepalive_once(&mut conn, args).await,
-        LeaseCmd::Keepalive(args) => keepalive_stream(&conn, args).await,
+        LeaseCmd::Keepalive(args) => keepalive_once(&mut conn, args).await,
         LeaseCmd::Revoke(args) => revoke_cmd(&mut conn, args).await,
         LeaseCmd::Get(args) => get_cmd(&mut conn, args).await,
     }
@@ -142,20 +146,16 @@ async fn grant_cmd(conn: &mut Conn, args: GrantArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-fn print_renewal(reply: &KeepAliveResponse, json: bool) {
+fn print_renewal(lease: u64, ttl_ms: u64, renewed: Renewed, json: bool) {
     if json {
         print_json(&json!({
-            "lease": reply.lease,
-            "ttl_ms": reply.ttl_ms,
-            "seq": reply.seq,
-            "revision": revision(reply.header.as_ref()),
+            "lease": lease,
+            "ttl_ms": ttl_ms,
+            "seq": renewed.count,
+            "revision": renewed.revision,
         }));
     } else {
-        println!(
-            "renewed lease {} (ttl {})",
-            reply.lease,
-            duration::human(reply.ttl_ms)
-        );
+        println!("renewed lease {lease} (ttl {})", duration::human(ttl_ms));
     }
 }
 
@@ -169,85 +169,53 @@ async fn keepalive_once(conn: &mut Conn, args: KeepaliveArgs) -> Result<(), CliE
             LeaseClient::new(ch).keep_alive(request).await
         })
         .await?;
-    print_renewal(&reply, args.json);
+    let renewed = Renewed {
+        count: 1,
+        revision: revision(reply.header.as_ref()),
+    };
+    print_renewal(reply.lease, reply.ttl_ms, renewed, args.json);
     Ok(())
 }
 
-/// Renews over one KeepAliveStream every ttl/3 until Ctrl-C (exit 0) or a
-/// definite failure: the lease is gone (exit 4), or no renewal is
-/// acknowledged within `--timeout` (exit 5).
-async fn keepalive_stream(conn: &Conn, args: KeepaliveArgs) -> Result<(), CliError> {
-    let (tx, rx) = tokio::sync::mpsc::channel::<KeepAliveRequest>(4);
-    let timeout = conn.timeout();
-    let mut client = LeaseClient::new(conn.channel());
-    let open = client.keep_alive_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
-    let mut replies = match tokio::time::timeout(timeout, open).await {
-        Ok(Ok(replies)) => replies.into_inner(),
-        Ok(Err(status)) => return Err(CliError::from_status(&status)),
-        Err(_) => return Err(no_renewal(args.id, timeout)),
+/// Renews the lease with the client library's keeper (the same one `lock`
+/// and library users get: every ttl/3 over a stream, failing over between
+/// endpoints and reconnecting through restarts and leader changes, inside
+/// the lease's validity window) and prints each renewal. Ends on Ctrl-C
+/// (exit 0; the lease is left to expire after its ttl) or when the lease is
+/// lost: the server says it is gone, or no renewal was acknowledged before
+/// its local deadline (exit 4, saying which).
+async fn keepalive_stream(global: &Global, args: &KeepaliveArgs) -> Result<(), CliError> {
+    let options = ClientOptions {
+        call_timeout: global.timeout,
+        ..ClientOptions::default()
     };
+    let client = Client::connect_with(global.endpoints.split(','), options).await?;
+    let lease = client.keep_alive(LeaseId(args.id)).start().await?;
+    let ttl_ms = duration::ms(lease.timing().ttl);
+    let mut renewals = lease.renewals();
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(interrupted);
-    let mut interval = Duration::ZERO;
-    for seq in 1.. {
+    loop {
+        let renewed = *renewals.borrow_and_update();
+        print_renewal(args.id, ttl_ms, renewed, args.json);
         tokio::select! {
             _ = &mut interrupted => {
                 eprintln!("stopped renewing lease {}; it expires after its ttl", args.id);
                 return Ok(());
             }
-            _ = tokio::time::sleep(interval) => {}
-        }
-        tx.send(KeepAliveRequest {
-            lease: args.id,
-            seq,
-        })
-        .await
-        .map_err(|_| stream_closed(args.id))?;
-        let reply = tokio::select! {
-            _ = &mut interrupted => {
-                eprintln!("stopped renewing lease {}; it expires after its ttl", args.id);
-                return Ok(());
-            }
-            reply = tokio::time::timeout(timeout, replies.message()) => reply,
-        };
-        let reply = match reply {
-            Ok(Ok(Some(reply))) => reply,
-            Ok(Ok(None)) => {
+            lost = lease.lost() => {
                 return Err(CliError::new(
-                    Exit::Unavailable,
-                    format!(
-                        "the server closed the keep-alive stream of lease {}",
-                        args.id
-                    ),
-                ))
+                    Exit::Ownership,
+                    format!("{lost}; stopped renewing it"),
+                ));
             }
-            Ok(Err(status)) => return Err(CliError::from_status(&status)),
-            Err(_) => return Err(no_renewal(args.id, timeout)),
-        };
-        if let Some(detail) = &reply.error {
-            return Err(CliError::from_detail(detail));
+            changed = renewals.changed() => {
+                if changed.is_err() {
+                    return Err(CliError::new(Exit::Other, "the lease's renewer stopped"));
+                }
+            }
         }
-        print_renewal(&reply, args.json);
-        interval = Duration::from_millis((reply.ttl_ms / 3).max(100));
     }
-    Ok(())
-}
-
-fn stream_closed(lease: u64) -> CliError {
-    CliError::new(
-        Exit::Unavailable,
-        format!("the server closed the keep-alive stream of lease {lease}; it expires after its ttl unless renewed"),
-    )
-}
-
-fn no_renewal(lease: u64, timeout: Duration) -> CliError {
-    CliError::new(
-        Exit::Unavailable,
-        format!(
-            "no keep-alive of lease {lease} was acknowledged within {} (--timeout)",
-            duration::human(duration::ms(timeout))
-        ),
-    )
 }
 
 async fn revoke_cmd(conn: &mut Conn, args: RevokeArgs) -> Result<(), CliError> {

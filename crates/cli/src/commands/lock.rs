@@ -3,9 +3,11 @@
 //!
 //! The lock is held through the client library, so "lost" means what it
 //! means there: the lease's local deadline passed (send time of the last
-//! acknowledged keep-alive + ttl − margin, on the boot clock) or the server
-//! said the lease is gone — always before the server can hand the lock to
-//! someone else. At that moment the command's whole process group gets
+//! acknowledged keep-alive + ttl − margin, on the boot clock), the server
+//! said the lease is gone, or a keep-alive reply no longer lists the lock
+//! (an operator force-released it, or its max hold ran out, while the
+//! lease lived) — the first two always before the server can hand the lock
+//! to someone else, the last within one renewal interval of it. At that moment the command's whole process group gets
 //! SIGTERM, then SIGKILL after `--grace`, and `lock` exits 6 naming the
 //! cause. Otherwise, when the command exits, whatever it left running in
 //! its group is stopped the same way, the lock is released, and `lock`
@@ -97,7 +99,13 @@ pub async fn run(args: LockArgs, global: &Global) -> Result<u8, CliError> {
         }
     };
     match ended {
-        Ended::Lost(lost) => Ok(on_loss(&mut child, lost, args.grace).await),
+        Ended::Lost(lost) => {
+            // Nothing here holds the lock any more: stop renewing the lease
+            // now (the keeper revokes it), not after the grace period.
+            drop(guard);
+            drop(lease);
+            Ok(on_loss(&mut child, lost, args.grace).await)
+        }
         Ended::Exited(status) => {
             let status = status.map_err(|e| CliError::new(Exit::Other, e.to_string()))?;
             stop_stragglers(&mut child, args.grace).await;

@@ -5,7 +5,9 @@
 //! - its own group, so one `kill(-pgid)` reaches the command and everything
 //!   it started, and we can wait until all of it is gone;
 //! - `PR_SET_PDEATHSIG = SIGKILL`, so if we die (even by SIGKILL) the command
-//!   dies too instead of working on under a lease nobody renews;
+//!   dies too instead of working on under a lease nobody renews, and a
+//!   [`Watchdog`] process that then kills the rest of its group (the
+//!   parent-death signal reaches only the command, not what it started);
 //! - killed on drop, for the same reason, if the caller lets go of it early;
 //! - given the terminal while it runs, if we have it (see `terminal`): in a
 //!   group of its own it would otherwise stop as soon as it read from the
@@ -14,6 +16,7 @@
 use super::error::{SpawnError, TerminateError, WaitError};
 use super::group::ProcessGroup;
 use super::terminal::{self, TerminalHandover};
+use super::watchdog::Watchdog;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::process::{ExitStatus, Stdio};
@@ -43,6 +46,8 @@ pub struct Supervised {
     group: ProcessGroup,
     /// The command, lossily converted, for error messages.
     program: String,
+    /// Kills the group if we die without stopping it first.
+    watchdog: Watchdog,
     /// The terminal, lent to the command's group while it runs; given back
     /// when the command is done, and at the latest when this is dropped
     /// (fields drop after `drop` has killed the group).
@@ -122,11 +127,23 @@ impl Supervised {
             });
         };
         let group = ProcessGroup::new(pid);
+        let watchdog = match Watchdog::watch(pid) {
+            Ok(watchdog) => watchdog,
+            Err(error) => {
+                // Unsupervisable: it must not run on without us.
+                let _ = group.signal(libc::SIGKILL);
+                return Err(SpawnError::Launch {
+                    program: display,
+                    error,
+                });
+            }
+        };
         terminal.hand_over(pid);
         Ok(Supervised {
             child,
             group,
             program: display,
+            watchdog,
             terminal,
         })
     }
@@ -231,6 +248,7 @@ impl Drop for Supervised {
         // cannot be helped here. The terminal comes back after this, when
         // the `terminal` field drops.
         let _ = self.group.signal(libc::SIGKILL);
+        self.watchdog.stand_down();
     }
 }
 

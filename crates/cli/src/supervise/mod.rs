@@ -4,9 +4,10 @@
 //! Why a module of its own: the lock is only worth something if nothing keeps
 //! working under it once it is gone. So the command runs in its own process
 //! group (one `kill(-pgid)` reaches everything it started, grandchildren
-//! included); it gets SIGKILL from the kernel if `leasehold` itself dies, even
-//! by `kill -9` (a parent-death signal), so no orphan works on a lease nobody
-//! renews; and on loss of the lock the whole group gets SIGTERM, then SIGKILL
+//! included); if `leasehold` itself dies, even by `kill -9`, the command gets
+//! SIGKILL from the kernel (a parent-death signal) and the rest of its group
+//! from a watchdog process (see [`watchdog`]), so no orphan works on a lease
+//! nobody renews; and on loss of the lock the whole group gets SIGTERM, then SIGKILL
 //! after a grace period. Signals sent to us (`kill`, systemd, a shell
 //! passing on SIGHUP) would not reach the command's group, so we forward
 //! them. When we are the terminal's foreground job, the command's group
@@ -21,7 +22,7 @@
 //! maps how the command ended to an exit code.
 //!
 //! Layout: [`child`] (spawn, wait, terminate), [`group`] (signal and probe a
-//! process group), [`signals`] (forwarding), [`terminal`] (lend the terminal
+//! process group), [`watchdog`] (kills the group when we die), [`signals`] (forwarding), [`terminal`] (lend the terminal
 //! to the command), [`exit_code`](mod@exit_code) (how the command ended →
 //! our exit code), [`error`] (what can fail, in words for the user).
 //!
@@ -36,6 +37,7 @@ mod signals;
 mod terminal;
 #[cfg(test)]
 mod tests;
+mod watchdog;
 
 // What `commands::lock` names; the other public types (`Termination`,
 // `ProcessGroup`, the errors) reach it as return values.

@@ -10,6 +10,7 @@
 pub mod cluster;
 pub mod drill;
 pub mod drill_worker;
+pub mod process;
 
 use serde_json::Value;
 use std::net::TcpListener;

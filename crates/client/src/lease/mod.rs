@@ -4,14 +4,20 @@
 //! keeper share), `keeper` (the renewal task), `reconcile` (releasing
 //! orphans after a reconnect).
 
+mod attach;
+mod hold;
 mod keeper;
 mod reconcile;
 mod state;
 pub mod timing;
 pub mod validity;
 
+pub use attach::KeepAliveBuilder;
+pub(crate) use hold::Hold;
+pub(crate) use keeper::Ownership;
 pub use reconcile::ORPHANS_RELEASED_TOTAL;
 pub(crate) use state::LeaseState;
+pub use state::Renewed;
 use timing::LeaseTiming;
 
 use crate::acquire::LockRequest;
@@ -26,8 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// What the lease handle and its guards share; the keeper stops when the
-/// last of them is dropped.
+/// What the lease handle and its guards share.
 #[derive(Debug)]
 pub(crate) struct LeaseInner {
     /// For acquires, releases and the revoke.
@@ -40,18 +45,37 @@ pub(crate) struct LeaseInner {
     stop: CancellationToken,
 }
 
-impl Drop for LeaseInner {
+/// A claim on the lease's renewal. The `Lease` handles share one, and each
+/// hold whose lock is still ours keeps a reference (see [`Hold`]); when the
+/// last reference goes, the keeper stops (and revokes a lease this process
+/// granted). So the renewer never outlives what needs it: not the guards,
+/// and not a lock the server took away.
+#[derive(Debug)]
+pub(crate) struct RenewalClaim {
+    stop: CancellationToken,
+}
+
+impl RenewalClaim {
+    /// A claim that stops the keeper through `stop` when dropped.
+    pub fn new(stop: CancellationToken) -> RenewalClaim {
+        RenewalClaim { stop }
+    }
+}
+
+impl Drop for RenewalClaim {
     fn drop(&mut self) {
         self.stop.cancel();
     }
 }
 
 /// A lease: time-bound ownership, renewed in the background while this
-/// handle or any of its guards lives, and lost — for good — at the first
-/// definite renewal failure or when its local deadline passes.
+/// handle or any guard whose lock is still ours lives, and lost — for
+/// good — at the first definite renewal failure or when its local deadline
+/// passes.
 #[derive(Clone, Debug)]
 pub struct Lease {
     inner: Arc<LeaseInner>,
+    claim: Arc<RenewalClaim>,
 }
 
 impl Lease {
@@ -69,6 +93,12 @@ impl Lease {
     pub fn check(&self) -> Result<Duration, LockLost> {
         let state = &self.inner.state;
         state.check().map_err(|cause| state.lost_error(None, cause))
+    }
+
+    /// Follows the acknowledged renewals: the receiver changes after each
+    /// one (a sidecar can print them, as `leasehold lease keepalive` does).
+    pub fn renewals(&self) -> tokio::sync::watch::Receiver<Renewed> {
+        self.inner.state.renewals()
     }
 
     /// Resolves when the lease is lost, with why.
@@ -112,6 +142,38 @@ impl Lease {
 
     pub(crate) fn inner(&self) -> Arc<LeaseInner> {
         self.inner.clone()
+    }
+
+    /// Another reference to the claim on renewal, for a new hold.
+    pub(crate) fn claim(&self) -> Arc<RenewalClaim> {
+        self.claim.clone()
+    }
+
+    /// Starts renewing lease `state.id` and returns its handle.
+    pub(crate) fn start(
+        client: Client,
+        state: Arc<LeaseState>,
+        timing: LeaseTiming,
+        ownership: Ownership,
+    ) -> Lease {
+        let stop = CancellationToken::new();
+        keeper::spawn(
+            client.clone(),
+            state.clone(),
+            timing,
+            stop.clone(),
+            ownership,
+        );
+        let inner = LeaseInner {
+            client,
+            state,
+            timing,
+            stop: stop.clone(),
+        };
+        Lease {
+            inner: Arc::new(inner),
+            claim: Arc::new(RenewalClaim::new(stop)),
+        }
     }
 }
 
@@ -191,16 +253,6 @@ impl LeaseBuilder {
             timing.ttl,
             timing.margin,
         ));
-        let stop = CancellationToken::new();
-        keeper::spawn(self.client.clone(), state.clone(), timing, stop.clone());
-        let inner = LeaseInner {
-            client: self.client,
-            state,
-            timing,
-            stop,
-        };
-        Ok(Lease {
-            inner: Arc::new(inner),
-        })
+        Ok(Lease::start(self.client, state, timing, Ownership::Owned))
     }
 }

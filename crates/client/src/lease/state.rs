@@ -5,6 +5,7 @@
 //! There is no cached "held" flag: every question about ownership reads the
 //! clock and compares it with the deadline (DESIGN.md guarantee 6).
 
+use super::hold::Hold;
 use super::validity::{Lapsed, Validity};
 use crate::clock::{BootInstant, Clock};
 use crate::error::Error;
@@ -18,12 +19,36 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// A lock's place in the registry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub(crate) enum Holding {
     /// An acquire is in flight.
     Acquiring,
-    /// A live guard holds it under this token.
-    Held(Token),
+    /// A live guard holds it.
+    Held {
+        /// The guard's hold (token, loss, claim on renewal).
+        hold: Arc<Hold>,
+        /// When the grant became known, in registrations: a keep-alive sent
+        /// later than this was applied after the grant, so its reply must
+        /// list the lock while it is ours.
+        known_at: u64,
+    },
+}
+
+/// The locks live guards hold or are acquiring.
+#[derive(Debug, Default)]
+struct Registry {
+    locks: HashMap<LockName, Holding>,
+    /// Grants registered so far (the `known_at` of the newest).
+    registered: u64,
+}
+
+/// The latest acknowledged renewal of a lease.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Renewed {
+    /// Renewals acknowledged so far by this process (0: none yet).
+    pub count: u64,
+    /// The server's revision in the latest acknowledgement.
+    pub revision: u64,
 }
 
 /// The shared state of one lease.
@@ -41,10 +66,12 @@ pub(crate) struct LeaseState {
     cancel: CancellationToken,
     /// Locks live guards hold or are acquiring, so reconciliation can tell
     /// an orphan (held on the server, known to no guard) from ours.
-    registry: Mutex<HashMap<LockName, Holding>>,
+    registry: Mutex<Registry>,
     /// Set when the server may hold a lock no guard knows of (a reconnect,
     /// an acquire whose outcome is unknown, a release that failed).
     reconcile_wanted: AtomicBool,
+    /// The latest acknowledged renewal, for followers (`Lease::renewals`).
+    renewals: tokio::sync::watch::Sender<Renewed>,
 }
 
 impl LeaseState {
@@ -62,9 +89,23 @@ impl LeaseState {
             validity: Mutex::new(Validity::new(grant_sent, ttl, margin)),
             loss: OnceLock::new(),
             cancel: CancellationToken::new(),
-            registry: Mutex::new(HashMap::new()),
+            registry: Mutex::new(Registry::default()),
             reconcile_wanted: AtomicBool::new(false),
+            renewals: tokio::sync::watch::Sender::new(Renewed::default()),
         }
+    }
+
+    /// A renewal was acknowledged at the server's `revision`.
+    pub fn renewed(&self, revision: u64) {
+        self.renewals.send_modify(|renewed| {
+            renewed.count += 1;
+            renewed.revision = revision;
+        });
+    }
+
+    /// Follows the acknowledged renewals.
+    pub fn renewals(&self) -> tokio::sync::watch::Receiver<Renewed> {
+        self.renewals.subscribe()
     }
 
     /// Ok with the time left, or the loss. Reading this at the deadline is
@@ -148,27 +189,66 @@ impl LeaseState {
     /// Registers an acquire of `name`; refused if a live guard (or another
     /// acquire) of this lease already has it.
     pub fn begin_acquire(&self, name: &LockName) -> Result<(), Error> {
-        let mut registry = self.registry.lock().expect("registry lock");
-        if registry.contains_key(name) {
+        let mut registry = self.registry();
+        if registry.locks.contains_key(name) {
             return Err(Error::AlreadyHeld {
                 name: name.to_string(),
             });
         }
-        registry.insert(name.clone(), Holding::Acquiring);
+        registry.locks.insert(name.clone(), Holding::Acquiring);
         Ok(())
     }
 
-    /// The acquire of `name` got `token`.
-    pub fn acquired(&self, name: &LockName, token: Token) {
-        let mut registry = self.registry.lock().expect("registry lock");
-        registry.insert(name.clone(), Holding::Held(token));
+    /// The acquire of `name` was granted: a guard now holds it with `hold`.
+    pub fn acquired(&self, name: &LockName, hold: Arc<Hold>) {
+        let mut registry = self.registry();
+        registry.registered += 1;
+        let known_at = registry.registered;
+        registry
+            .locks
+            .insert(name.clone(), Holding::Held { hold, known_at });
+    }
+
+    /// The registrations so far: the mark a keep-alive takes when it is
+    /// sent, for [`LeaseState::holds_missing_from`].
+    pub fn registered(&self) -> u64 {
+        self.registry().registered
+    }
+
+    /// Takes out of the registry every hold that was known before `mark`
+    /// and whose (name, token) `is_held` says the server no longer holds
+    /// for this lease; the caller ends them. Holds registered after the
+    /// mark are left alone: their grant may postdate the server's answer.
+    pub fn holds_missing_from(
+        &self,
+        mark: u64,
+        is_held: impl Fn(&LockName, Token) -> bool,
+    ) -> Vec<(LockName, Arc<Hold>)> {
+        let mut registry = self.registry();
+        let missing: Vec<LockName> = registry
+            .locks
+            .iter()
+            .filter_map(|(name, holding)| match holding {
+                Holding::Held { hold, known_at } if *known_at <= mark => {
+                    (!is_held(name, hold.token)).then(|| name.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        missing
+            .into_iter()
+            .filter_map(|name| match registry.locks.remove(&name) {
+                Some(Holding::Held { hold, .. }) => Some((name, hold)),
+                _ => None,
+            })
+            .collect()
     }
 
     /// No live guard has `name` any more (released, dropped, or the acquire
     /// failed). With `uncertain`, the server may still hold it for us:
     /// reconciliation will release it.
     pub fn forget(&self, name: &LockName, uncertain: bool) {
-        self.registry.lock().expect("registry lock").remove(name);
+        self.registry().locks.remove(name);
         if uncertain {
             self.want_reconcile();
         }
@@ -176,10 +256,11 @@ impl LeaseState {
 
     /// Whether a live guard or acquire knows `name`.
     pub fn knows(&self, name: &str) -> bool {
-        self.registry
-            .lock()
-            .expect("registry lock")
-            .contains_key(name)
+        self.registry().locks.contains_key(name)
+    }
+
+    fn registry(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.registry.lock().expect("registry lock")
     }
 
     /// Asks the keeper to reconcile after its next acknowledged keep-alive.
@@ -242,6 +323,40 @@ mod tests {
         assert_eq!(lease.check(), Err(LossCause::LeaseNotFound));
     }
 
+    fn hold(token: Token) -> Arc<Hold> {
+        let claim = Arc::new(super::super::RenewalClaim::new(CancellationToken::new()));
+        Arc::new(Hold::new(token, CancellationToken::new(), None, claim))
+    }
+
+    #[test]
+    fn holds_known_before_the_mark_and_not_held_are_taken_out() {
+        let clock = Arc::new(ManualClock::new(Duration::from_secs(50), 0));
+        let lease = state(&clock);
+        let name = |raw| LockName::parse(raw).unwrap();
+        lease.acquired(&name("kept"), hold(Token(3)));
+        lease.acquired(&name("taken"), hold(Token(4)));
+        lease.acquired(&name("retaken"), hold(Token(5)));
+        let mark = lease.registered();
+        lease.acquired(&name("late"), hold(Token(9)));
+        lease.begin_acquire(&name("acquiring")).unwrap();
+        // The server holds "kept" under 3 and "retaken" under a newer token
+        // (another holder got it in between): only (name, token) counts.
+        let held = |n: &LockName, t: Token| (n.as_str(), t.0) == ("kept", 3);
+        let mut missing: Vec<String> = lease
+            .holds_missing_from(mark, held)
+            .into_iter()
+            .map(|(name, _)| name.to_string())
+            .collect();
+        missing.sort();
+        assert_eq!(missing, ["retaken", "taken"]);
+        for known in ["kept", "late", "acquiring"] {
+            assert!(lease.knows(known), "{known}");
+        }
+        assert!(!lease.knows("taken"));
+        // Once taken out, a hold is not reported again.
+        assert!(lease.holds_missing_from(mark, held).is_empty());
+    }
+
     #[test]
     fn one_guard_per_lock_and_forgetting_can_ask_for_reconciliation() {
         let clock = Arc::new(ManualClock::new(Duration::from_secs(50), 0));
@@ -252,7 +367,7 @@ mod tests {
             lease.begin_acquire(&name),
             Err(Error::AlreadyHeld { .. })
         ));
-        lease.acquired(&name, Token(3));
+        lease.acquired(&name, hold(Token(3)));
         assert!(lease.knows("a"));
         lease.forget(&name, true);
         assert!(!lease.knows("a"));

@@ -1,7 +1,7 @@
 //! Conversions between wire messages and core types, in one place.
 
 use super::Node;
-use leasehold_core::{Lease, Lock, OwnerInfo, State};
+use leasehold_core::{Lease, LeaseId, Lock, OwnerInfo, State};
 use leasehold_proto::v1 as pb;
 
 /// Wire owner → core owner (validated later by the command).
@@ -32,21 +32,25 @@ pub fn owner_to_wire(owner: &OwnerInfo) -> pb::OwnerInfo {
 }
 
 /// Milliseconds left on a lease, on this node's monotonic clock.
-fn remaining_ms(node: &Node, lease: leasehold_core::LeaseId) -> u64 {
+fn remaining_ms(node: &Node, lease: LeaseId) -> u64 {
     node.timers
         .remaining(lease)
         .map_or(0, |left| left.as_millis() as u64)
 }
 
+/// The locks `lease` holds, with their tokens.
+fn held_to_wire(state: &State, lease: LeaseId) -> Vec<pb::HeldLock> {
+    state
+        .held_by(lease)
+        .map(|(name, token)| pb::HeldLock {
+            name: name.to_string(),
+            token: token.0,
+        })
+        .collect()
+}
+
 /// A lease as the wire shows it, with the tokens of the locks it holds.
 pub fn lease_to_wire(node: &Node, state: &State, lease: &Lease) -> pb::LeaseInfo {
-    let token_of = |name: &leasehold_core::LockName| {
-        state
-            .lock(name)
-            .and_then(|l| l.holder.as_ref())
-            .filter(|h| h.lease == lease.id)
-            .map_or(0, |h| h.token.0)
-    };
     pb::LeaseInfo {
         id: lease.id.0,
         ttl_ms: lease.ttl_ms,
@@ -57,12 +61,24 @@ pub fn lease_to_wire(node: &Node, state: &State, lease: &Lease) -> pb::LeaseInfo
         granted_revision: lease.granted_revision.0,
         granted_unix_ms: lease.granted_unix_ms as i64,
         renewed_unix_ms: lease.renewed_unix_ms as i64,
-        held: lease
-            .holds
-            .iter()
-            .map(|name| pb::HeldLock {
-                name: name.to_string(),
-                token: token_of(name),
+        held: held_to_wire(state, lease.id),
+    }
+}
+
+/// What `lease` holds now, and how the server ended its other holds, for
+/// a keep-alive reply.
+pub fn holdings_to_wire(node: &Node, lease: LeaseId) -> pb::LeaseHoldings {
+    let held = node.state.read(|state| held_to_wire(state, lease));
+    let ended = node.hub.ended.of(lease);
+    pb::LeaseHoldings {
+        held,
+        ended: ended
+            .into_iter()
+            .map(|ended| pb::EndedHold {
+                name: ended.name.to_string(),
+                token: ended.token.0,
+                kind: ended.kind.to_owned(),
+                how: ended.how,
             })
             .collect(),
     }

@@ -31,6 +31,7 @@ async fn answer(node: &Node, request: KeepAliveRequest) -> KeepAliveResponse {
             ttl_ms: 0,
             seq: request.seq,
             error: Some(error_detail(error)),
+            holdings: None,
         },
     }
 }

@@ -1,6 +1,6 @@
 //! `leasehold.v1.Lease`: grant, keep alive (unary and streamed), revoke, get.
 
-use super::convert::{lease_to_wire, owner_from_wire};
+use super::convert::{holdings_to_wire, lease_to_wire, owner_from_wire};
 use super::keepalive_stream;
 use super::stream::AnswerStream;
 use super::{check_lease_id, check_request_size, ApiError, Node};
@@ -39,6 +39,9 @@ pub async fn keep_alive(
             ttl_ms,
             seq: request.seq,
             error: None,
+            // Read after the renewal applied: includes every grant the
+            // holder had heard of when it sent this keep-alive.
+            holdings: Some(holdings_to_wire(node, lease)),
         }),
         other => Err(unexpected("KeepAlive", &other)),
     }

@@ -1,0 +1,102 @@
+//! Holds the server ended while their lease lived: a force release of one
+//! lock, or a lock's max hold running out. The lease is still renewed, so
+//! nothing on the renewal path fails; the holder learns of the loss from
+//! its next keep-alive reply, which lists what the lease still holds and,
+//! from here, how the missing ones ended ("force-released by alice@host:
+//! INC-123"). Without this a force-released holder renewed its lease for
+//! good while another client acquired the lock (seed 001, "the owner must
+//! observe the loss and abort within one refresh interval").
+//!
+//! Filled by the apply hub on every node (each applies the same log), so any
+//! leader can answer; kept in memory only, per lease, bounded by
+//! [`ENDED_HOLDS_REMEMBERED`], and forgotten when the lease ends. After a
+//! restart the reply still lists what is held, so a loss is still seen; only
+//! the "how" falls back to a plainer sentence.
+
+use leasehold_core::limits::ENDED_HOLDS_REMEMBERED;
+use leasehold_core::{LeaseId, LockName, Token};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+/// One ended hold, as keep-alive replies report it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EndedHold {
+    /// The lock.
+    pub name: LockName,
+    /// The token the holder had.
+    pub token: Token,
+    /// The event kind: `force-released`, or `expired` for a max hold.
+    pub kind: &'static str,
+    /// How, in words.
+    pub how: String,
+}
+
+/// Recent server-side ends of holds, by the lease that held them.
+#[derive(Debug, Default)]
+pub struct EndedHolds {
+    by_lease: Mutex<HashMap<LeaseId, VecDeque<EndedHold>>>,
+}
+
+impl EndedHolds {
+    /// Remembers that the server ended `ended` while `lease` lived.
+    pub fn record(&self, lease: LeaseId, ended: EndedHold) {
+        let mut by_lease = self.by_lease.lock().expect("ended holds poisoned");
+        let recent = by_lease.entry(lease).or_default();
+        if recent.len() == ENDED_HOLDS_REMEMBERED {
+            recent.pop_front();
+        }
+        recent.push_back(ended);
+    }
+
+    /// The remembered ends of `lease`'s holds, oldest first.
+    pub fn of(&self, lease: LeaseId) -> Vec<EndedHold> {
+        let by_lease = self.by_lease.lock().expect("ended holds poisoned");
+        by_lease
+            .get(&lease)
+            .map_or_else(Vec::new, |recent| recent.iter().cloned().collect())
+    }
+
+    /// `lease` ended: its holder has nothing left to hear about.
+    pub fn lease_ended(&self, lease: LeaseId) {
+        self.by_lease
+            .lock()
+            .expect("ended holds poisoned")
+            .remove(&lease);
+    }
+
+    /// Forgets everything (the state was replaced by a snapshot).
+    pub fn clear(&self) {
+        self.by_lease.lock().expect("ended holds poisoned").clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ended(token: u64) -> EndedHold {
+        EndedHold {
+            name: LockName::parse("a").unwrap(),
+            token: Token(token),
+            kind: "force-released",
+            how: format!("force-released {token}"),
+        }
+    }
+
+    #[test]
+    fn bounded_per_lease_oldest_forgotten_and_gone_with_the_lease() {
+        let holds = EndedHolds::default();
+        let total = ENDED_HOLDS_REMEMBERED as u64 + 3;
+        for token in 1..=total {
+            holds.record(LeaseId(7), ended(token));
+        }
+        holds.record(LeaseId(8), ended(100));
+        let kept: Vec<u64> = holds.of(LeaseId(7)).iter().map(|e| e.token.0).collect();
+        assert_eq!(kept, (4..=total).collect::<Vec<_>>());
+        holds.lease_ended(LeaseId(7));
+        assert!(holds.of(LeaseId(7)).is_empty());
+        assert_eq!(holds.of(LeaseId(8)).len(), 1);
+        holds.clear();
+        assert!(holds.of(LeaseId(8)).is_empty());
+    }
+}
