@@ -9,6 +9,9 @@
 //!   the one attempt the holder makes anyway.
 //! - **Revoke**: `leasehold lease revoke` makes the holder's `lost()`
 //!   resolve within one renewal interval (ttl/3) plus slack.
+//! - **Force release**: an operator's plain `leasehold force-release` (the
+//!   lease lives on) makes the holder's `lost()` resolve within one renewal
+//!   interval plus slack, as `released_by_server`.
 //! - **Server down**: after SIGKILL of the server, the holder is lost no
 //!   later than its local deadline, and `fence()` never says Ok past it.
 //!
@@ -228,6 +231,55 @@ fn t70_revoked_lease_is_lost_within_one_renewal_interval() {
         interval.as_millis(),
     );
     eprintln!("measured: {}", lost.text);
+}
+
+#[test]
+fn t70_force_released_lock_is_lost_within_one_renewal_interval() {
+    let _serial = one_at_a_time();
+    let server = Server::start();
+    let lock = "drills/forced";
+
+    phase("a worker holds the lock and watches it");
+    let mut spec = WorkerSpec::new(Mode::Watch, &server.endpoint(), lock, "w1");
+    spec.ttl = Duration::from_secs(3);
+    let mut worker = Worker::spawn("watcher", &spec);
+    let holding = worker.expect("HOLDING", START);
+    let interval = ms(&holding, "interval_ms");
+    worker.expect("FENCE_OK", STEP);
+
+    phase("force-release the lock from the CLI, leaving the lease alive");
+    let token = holding.u64("token").to_string();
+    let started_us = boot_us();
+    let args = [
+        "force-release",
+        lock,
+        "--token",
+        &token,
+        "--reason",
+        "drill",
+    ];
+    server.cli(&args).expect_code(0);
+    let lost = loop {
+        let line = worker.next_line(interval + STEP);
+        match line.kind.as_str() {
+            "FENCE_OK" => {}
+            "LOST" => break line,
+            _ => panic!("unexpected line {:?}", line.text),
+        }
+    };
+    assert_eq!(lost.args, ["released_by_server"], "{}", lost.text);
+    assert_cancelled(&lost);
+    let latency = Duration::from_micros(lost.u64("at_us").saturating_sub(started_us));
+    assert!(
+        latency <= interval + SLACK,
+        "lost {latency:?} after the force release started; the bound is {interval:?} + {SLACK:?}"
+    );
+    assert_no_fence_ok_after_loss(&mut worker);
+    eprintln!(
+        "measured: lost {} ms after the force release started; renewal interval {} ms",
+        latency.as_millis(),
+        interval.as_millis(),
+    );
 }
 
 #[test]
