@@ -185,11 +185,18 @@ fn t70_paused_holder_is_fenced_off() {
     eprintln!("measured: {}", lost.text);
 }
 
-#[test]
-fn t70_revoked_lease_is_lost_within_one_renewal_interval() {
+/// A worker holds `lock` (ttl 3 s) and watches it; `take` takes the lock
+/// away from the CLI. The worker must report the loss as `cause` within one
+/// renewal interval (plus [`SLACK`]) of the moment `take` started, with its
+/// cancellation fired, and never fence Ok after.
+fn lost_within_one_interval(
+    lock: &str,
+    what: &str,
+    cause: &str,
+    take: impl FnOnce(&Server, &Line),
+) {
     let _serial = one_at_a_time();
     let server = Server::start();
-    let lock = "drills/revoke";
 
     phase("a worker holds the lock and watches it");
     let mut spec = WorkerSpec::new(Mode::Watch, &server.endpoint(), lock, "w1");
@@ -199,13 +206,10 @@ fn t70_revoked_lease_is_lost_within_one_renewal_interval() {
     let interval = ms(&holding, "interval_ms");
     worker.expect("FENCE_OK", STEP);
 
-    phase("revoke its lease from the CLI");
-    let lease = holding.u64("lease").to_string();
-    let revoke_started_us = boot_us();
-    let revoked = server.ok_json(&["lease", "revoke", &lease, "--json"]);
-    let revoked_us = boot_us();
-    assert_eq!(revoked["released"], serde_json::json!([lock]), "{revoked}");
-
+    phase(&format!("from the CLI: {what}"));
+    let started_us = boot_us();
+    take(&server, &holding);
+    let returned_us = boot_us();
     let lost = loop {
         let line = worker.next_line(interval + STEP);
         match line.kind.as_str() {
@@ -214,72 +218,52 @@ fn t70_revoked_lease_is_lost_within_one_renewal_interval() {
             _ => panic!("unexpected line {:?}", line.text),
         }
     };
-    assert_eq!(lost.args, ["lease_not_found"], "{}", lost.text);
+    assert_eq!(lost.args, [cause], "{}", lost.text);
     assert_cancelled(&lost);
-    let latency_us = lost.u64("at_us").saturating_sub(revoke_started_us);
-    let latency = Duration::from_micros(latency_us);
+    let latency = Duration::from_micros(lost.u64("at_us").saturating_sub(started_us));
     assert!(
         latency <= interval + SLACK,
-        "lost {latency:?} after the revoke started; the bound is {interval:?} + {SLACK:?}"
+        "lost {latency:?} after {what} started; the bound is {interval:?} + {SLACK:?}"
     );
     assert_no_fence_ok_after_loss(&mut worker);
     eprintln!(
-        "measured: lost {} ms after the revoke started ({} ms after the CLI returned); \
+        "measured: lost {} ms after {what} started ({} ms after the CLI returned); \
          renewal interval {} ms",
         latency.as_millis(),
-        lost.u64("at_us").saturating_sub(revoked_us) / 1_000,
+        lost.u64("at_us").saturating_sub(returned_us) / 1_000,
         interval.as_millis(),
     );
     eprintln!("measured: {}", lost.text);
 }
 
 #[test]
-fn t70_force_released_lock_is_lost_within_one_renewal_interval() {
-    let _serial = one_at_a_time();
-    let server = Server::start();
-    let lock = "drills/forced";
-
-    phase("a worker holds the lock and watches it");
-    let mut spec = WorkerSpec::new(Mode::Watch, &server.endpoint(), lock, "w1");
-    spec.ttl = Duration::from_secs(3);
-    let mut worker = Worker::spawn("watcher", &spec);
-    let holding = worker.expect("HOLDING", START);
-    let interval = ms(&holding, "interval_ms");
-    worker.expect("FENCE_OK", STEP);
-
-    phase("force-release the lock from the CLI, leaving the lease alive");
-    let token = holding.u64("token").to_string();
-    let started_us = boot_us();
-    let args = [
-        "force-release",
-        lock,
-        "--token",
-        &token,
-        "--reason",
-        "drill",
-    ];
-    server.cli(&args).expect_code(0);
-    let lost = loop {
-        let line = worker.next_line(interval + STEP);
-        match line.kind.as_str() {
-            "FENCE_OK" => {}
-            "LOST" => break line,
-            _ => panic!("unexpected line {:?}", line.text),
-        }
+fn t70_revoked_lease_is_lost_within_one_renewal_interval() {
+    let lock = "drills/revoke";
+    let revoke = |server: &Server, holding: &Line| {
+        let lease = holding.u64("lease").to_string();
+        let revoked = server.ok_json(&["lease", "revoke", &lease, "--json"]);
+        assert_eq!(revoked["released"], serde_json::json!([lock]), "{revoked}");
     };
-    assert_eq!(lost.args, ["released_by_server"], "{}", lost.text);
-    assert_cancelled(&lost);
-    let latency = Duration::from_micros(lost.u64("at_us").saturating_sub(started_us));
-    assert!(
-        latency <= interval + SLACK,
-        "lost {latency:?} after the force release started; the bound is {interval:?} + {SLACK:?}"
-    );
-    assert_no_fence_ok_after_loss(&mut worker);
-    eprintln!(
-        "measured: lost {} ms after the force release started; renewal interval {} ms",
-        latency.as_millis(),
-        interval.as_millis(),
-    );
+    lost_within_one_interval(lock, "the revoke of its lease", "lease_not_found", revoke);
+}
+
+#[test]
+fn t70_force_released_lock_is_lost_within_one_renewal_interval() {
+    let lock = "drills/forced";
+    let force_release = |server: &Server, holding: &Line| {
+        let token = holding.u64("token").to_string();
+        let args = [
+            "force-release",
+            lock,
+            "--token",
+            &token,
+            "--reason",
+            "drill",
+        ];
+        server.cli(&args).expect_code(0);
+    };
+    let what = "the force release (the lease lives on)";
+    lost_within_one_interval(lock, what, "released_by_server", force_release);
 }
 
 #[test]
