@@ -106,3 +106,97 @@ async fn a_renewed_lease_outlives_its_ttl_and_an_abandoned_one_expires() {
         .expect("free after expiry");
     server.stop().await;
 }
+
+/// The holdings a unary keep-alive of `lease` reports: (name, token) held,
+/// and (name, token, kind, how) ended by the server.
+async fn holdings(
+    leases: &mut leasehold_proto::v1::lease_client::LeaseClient<tonic::transport::Channel>,
+    lease: u64,
+) -> (Vec<(String, u64)>, Vec<(String, u64, String, String)>) {
+    let reply = leases
+        .keep_alive(KeepAliveRequest { lease, seq: 1 })
+        .await
+        .expect("renewed")
+        .into_inner();
+    let holdings = reply.holdings.expect("a renewal lists the holdings");
+    let held = holdings
+        .held
+        .into_iter()
+        .map(|h| (h.name, h.token))
+        .collect();
+    let ended = holdings
+        .ended
+        .into_iter()
+        .map(|e| (e.name, e.token, e.kind, e.how))
+        .collect();
+    (held, ended)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_lists_what_the_lease_holds_and_how_the_server_ended_the_rest() {
+    let (server, mut leases, mut locks) = common::TestServer::start_with_clients().await;
+    let lease = grant(&mut leases, 30_000).await;
+    let kept = common::acquire_now(&mut locks, lease, "t20/kept").await;
+    let forced = locks
+        .acquire(leasehold_proto::v1::AcquireRequest {
+            fenced: true,
+            ..acquire(lease, "t20/forced", 0)
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .token;
+    let capped = locks
+        .acquire(leasehold_proto::v1::AcquireRequest {
+            max_hold_ms: 1_000,
+            ..acquire(lease, "t20/capped", 0)
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .token;
+    let (held, ended) = holdings(&mut leases, lease).await;
+    assert_eq!(
+        held,
+        [
+            ("t20/capped".to_owned(), capped),
+            ("t20/forced".to_owned(), forced),
+            ("t20/kept".to_owned(), kept)
+        ]
+    );
+    assert!(ended.is_empty(), "{ended:?}");
+
+    // An operator frees one lock; the max hold ends another. The lease lives.
+    locks
+        .force_release(leasehold_proto::v1::ForceReleaseRequest {
+            name: "t20/forced".into(),
+            expected_token: forced,
+            reason: "INC-9 drill".into(),
+            caller: "ops@bastion".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("force released");
+    common::eventually("the max hold to end", Duration::from_secs(5), || async {
+        common::lock_info_opt(&server, "t20/capped").await.is_none()
+    })
+    .await;
+    let (held, ended) = holdings(&mut leases, lease).await;
+    assert_eq!(held, [("t20/kept".to_owned(), kept)]);
+    assert_eq!(ended.len(), 2, "{ended:?}");
+    let (name, token, kind, how) = &ended[0];
+    assert_eq!(
+        (name.as_str(), *token, kind.as_str()),
+        ("t20/forced", forced, "force-released")
+    );
+    assert!(
+        how.contains("ops@bastion") && how.contains("INC-9 drill"),
+        "{how}"
+    );
+    let (name, token, kind, how) = &ended[1];
+    assert_eq!(
+        (name.as_str(), *token, kind.as_str()),
+        ("t20/capped", capped, "expired")
+    );
+    assert!(how.contains("max hold"), "{how}");
+}
