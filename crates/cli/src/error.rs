@@ -4,7 +4,6 @@
 
 use crate::exit::Exit;
 use leasehold_proto::v1::ErrorDetail;
-use prost::Message;
 
 /// A failed command: how to exit and what to tell the user.
 #[derive(Debug)]
@@ -50,12 +49,7 @@ impl CliError {
     /// Maps an `ErrorDetail` that arrived inside a reply (a keep-alive
     /// stream's failed renewal) like a status carrying it.
     pub fn from_detail(detail: &ErrorDetail) -> CliError {
-        let status = tonic::Status::with_details(
-            tonic::Code::Unknown,
-            detail.message.clone(),
-            detail.encode_to_vec().into(),
-        );
-        CliError::from_status(&status)
+        CliError::from_status(&with_detail(tonic::Code::Unknown, detail))
     }
 
     /// The server's machine-readable reason, if it sent one.
@@ -91,7 +85,7 @@ impl From<anyhow::Error> for CliError {
 }
 
 pub use leasehold_proto::status::error_detail as detail;
-use leasehold_proto::status::reason;
+use leasehold_proto::status::{reason, with_detail};
 
 /// Exit code for a status without a Leasehold reason (transport errors,
 /// errors from tonic itself such as an oversize message).
@@ -180,7 +174,8 @@ mod tests {
     fn status(reason: &str, detail: ErrorDetail, code: tonic::Code, msg: &str) -> tonic::Status {
         let mut detail = detail;
         detail.reason = reason.into();
-        tonic::Status::with_details(code, msg, detail.encode_to_vec().into())
+        detail.message = msg.into();
+        with_detail(code, &detail)
     }
 
     #[test]
