@@ -2,7 +2,9 @@
 //!
 //! The `leasehold.v1` wire contract, generated from `proto/leasehold/v1/*.proto`
 //! at build time. Server, CLI and client all speak through these types; other
-//! languages generate their clients from the same files.
+//! languages generate their clients from the same files, or ask the server's
+//! reflection, which serves [`PUBLIC_FILE_DESCRIPTOR_SET`]. [`status`] is the
+//! one writer and reader of the error details a failed call carries.
 //!
 //! ```no_run
 //! use leasehold_proto::v1::lock_client::LockClient;
