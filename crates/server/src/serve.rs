@@ -1,6 +1,7 @@
 //! Assembling a node: storage, Raft, proposer, timers, and the gRPC + HTTP
-//! port (the Leasehold services, gRPC health and reflection, the HTTP pages). The order matters: the apply hub exists before storage opens (replay
-//! at start-up already feeds it), and the timers start after Raft.
+//! port (the Leasehold services, gRPC health and reflection, the HTTP
+//! pages). The order matters: the apply hub exists before storage opens
+//! (replay at start-up already feeds it), and the timers start after Raft.
 
 use crate::api::{ClusterApi, FencedApi, LeaseApi, LockApi, Node, WatchApi};
 use crate::clock::{Clock, TokioClock};
