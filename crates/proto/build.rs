@@ -1,5 +1,16 @@
 //! Compiles `proto/leasehold/v1/*.proto` with protox (pure Rust), so building
-//! Leasehold needs no system `protoc`.
+//! Leasehold needs no system `protoc`, and writes the encoded descriptor set
+//! of the public services for gRPC server reflection.
+
+use protox::prost::Message;
+
+/// The files of the internal Raft transport: compiled (the server and its
+/// peers speak it) but never described to reflection clients.
+const INTERNAL_FILES: [&str; 1] = ["leasehold/v1/raft.proto"];
+
+/// Where the public descriptor set goes (under `OUT_DIR`), read by
+/// `leasehold_proto::PUBLIC_FILE_DESCRIPTOR_SET`.
+const PUBLIC_SET_FILE: &str = "leasehold_public_fds.bin";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = "../../proto";
@@ -11,6 +22,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("cargo:rerun-if-changed={file}");
     }
     let descriptors = protox::compile(files, [root])?;
+    let mut public = descriptors.clone();
+    public
+        .file
+        .retain(|file| !INTERNAL_FILES.contains(&file.name()));
+    let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
+    std::fs::write(out_dir.join(PUBLIC_SET_FILE), public.encode_to_vec())?;
     tonic_prost_build::configure().compile_fds(descriptors)?;
     Ok(())
 }

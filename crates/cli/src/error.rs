@@ -164,12 +164,13 @@ fn mentions_number(text: &str, n: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use prost::Message;
+    use leasehold_proto::status::with_detail;
 
     fn status(reason: &str, detail: ErrorDetail, code: tonic::Code, msg: &str) -> tonic::Status {
         let mut detail = detail;
         detail.reason = reason.into();
-        tonic::Status::with_details(code, msg, detail.encode_to_vec().into())
+        detail.message = msg.into();
+        with_detail(code, &detail)
     }
 
     #[test]

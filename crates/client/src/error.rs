@@ -268,14 +268,9 @@ impl From<leasehold_core::LockError> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use prost::Message;
 
     fn status_with(detail: ErrorDetail) -> tonic::Status {
-        tonic::Status::with_details(
-            tonic::Code::FailedPrecondition,
-            detail.message.clone(),
-            detail.encode_to_vec().into(),
-        )
+        leasehold_proto::status::with_detail(tonic::Code::FailedPrecondition, &detail)
     }
 
     #[test]

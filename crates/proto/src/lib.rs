@@ -2,7 +2,9 @@
 //!
 //! The `leasehold.v1` wire contract, generated from `proto/leasehold/v1/*.proto`
 //! at build time. Server, CLI and client all speak through these types; other
-//! languages generate their clients from the same files.
+//! languages generate their clients from the same files, or ask the server's
+//! reflection, which serves [`PUBLIC_FILE_DESCRIPTOR_SET`]. [`status`] is the
+//! one writer and reader of the error details a failed call carries.
 //!
 //! ```no_run
 //! use leasehold_proto::v1::lock_client::LockClient;
@@ -25,34 +27,46 @@ pub mod v1 {
     tonic::include_proto!("leasehold.v1");
 }
 
-/// Reading the Leasehold part of a gRPC status: every server error carries
-/// an [`v1::ErrorDetail`] in the status details and its reason in the
-/// `leasehold-reason` metadata. One decoder, shared by every client.
-pub mod status {
-    use super::v1::ErrorDetail;
+pub mod status;
+
+/// The encoded `FileDescriptorSet` of the public `leasehold.v1` services
+/// (Lease, Lock, Cluster, Watch, FencedStore) and the messages they use, for
+/// gRPC server reflection. The internal `RaftTransport` (raft.proto) is left
+/// out, so reflection clients never learn of it.
+pub const PUBLIC_FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/leasehold_public_fds.bin"));
+
+#[cfg(test)]
+mod tests {
     use prost::Message;
 
-    /// Decodes the `ErrorDetail` carried in the status details, if any.
-    pub fn error_detail(status: &tonic::Status) -> Option<ErrorDetail> {
-        if status.details().is_empty() {
-            return None;
-        }
-        ErrorDetail::decode(status.details()).ok()
-    }
-
-    /// The server's machine-readable reason (`Busy`, `NotLeader`, …), from the
-    /// detail or else the `leasehold-reason` metadata; `None` for errors that
-    /// did not come from a Leasehold server (transport failures, tonic's own).
-    pub fn reason(status: &tonic::Status, detail: Option<&ErrorDetail>) -> Option<String> {
-        detail
-            .map(|d| d.reason.clone())
-            .filter(|r| !r.is_empty())
-            .or_else(|| {
-                status
-                    .metadata()
-                    .get("leasehold-reason")
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned)
+    #[test]
+    fn the_public_descriptor_set_has_the_public_services_only() {
+        let set =
+            prost_types::FileDescriptorSet::decode(super::PUBLIC_FILE_DESCRIPTOR_SET).unwrap();
+        let mut services: Vec<String> = set
+            .file
+            .iter()
+            .flat_map(|file| {
+                file.service
+                    .iter()
+                    .map(move |service| format!("{}.{}", file.package(), service.name()))
             })
+            .collect();
+        services.sort();
+        assert_eq!(
+            services,
+            [
+                "leasehold.v1.Cluster",
+                "leasehold.v1.FencedStore",
+                "leasehold.v1.Lease",
+                "leasehold.v1.Lock",
+                "leasehold.v1.Watch",
+            ]
+        );
+        assert!(set
+            .file
+            .iter()
+            .all(|file| file.name() != "leasehold/v1/raft.proto"));
     }
 }

@@ -1,5 +1,6 @@
 //! Plain HTTP on the gRPC port: `/healthz` (the process serves), `/readyz`
-//! (this node knows a leader and can answer), `/metrics` (Prometheus text),
+//! (this node knows a leader and can answer: [`readiness`], which the gRPC
+//! health service follows too), `/metrics` (Prometheus text),
 //! and the live page at `/` with its JSON (see [`crate::page`]).
 
 use crate::api::Node;
@@ -43,13 +44,23 @@ pub async fn not_found(request: axum::extract::Request) -> axum::response::Respo
 }
 
 async fn ready(State(node): State<Arc<Node>>) -> (StatusCode, String) {
-    let leader = node.raft.metrics().borrow().current_leader;
-    match leader {
-        Some(leader) => (StatusCode::OK, format!("ready (leader: node {leader})\n")),
-        None => (
+    match readiness(&node) {
+        Ok(ready) => (StatusCode::OK, format!("{ready}\n")),
+        Err(cause) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: no leader known yet\n".into(),
+            format!("not ready: {cause}\n"),
         ),
+    }
+}
+
+/// The one definition of ready, for `/readyz` and the gRPC health service:
+/// `Ok` with the text to show when this node can answer, `Err` with the
+/// cause when it cannot. It can change with time alone, so callers that
+/// follow it re-evaluate it (see [`crate::health`]).
+pub(crate) fn readiness(node: &Node) -> Result<String, String> {
+    match node.raft.metrics().borrow().current_leader {
+        Some(leader) => Ok(format!("ready (leader: node {leader})")),
+        None => Err("no leader known yet".into()),
     }
 }
 

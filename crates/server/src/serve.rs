@@ -1,6 +1,7 @@
 //! Assembling a node: storage, Raft, proposer, timers, and the gRPC + HTTP
-//! port. The order matters: the apply hub exists before storage opens (replay
-//! at start-up already feeds it), and the timers start after Raft.
+//! port (the Leasehold services, gRPC health and reflection, the HTTP
+//! pages). The order matters: the apply hub exists before storage opens
+//! (replay at start-up already feeds it), and the timers start after Raft.
 
 use crate::api::{ClusterApi, FencedApi, LeaseApi, LockApi, Node, WatchApi};
 use crate::clock::{Clock, TokioClock};
@@ -9,7 +10,7 @@ use crate::hub::ApplyHub;
 use crate::proposer::Proposer;
 use crate::timers::{self, Timers};
 use crate::waiters::Waiters;
-use crate::{http, raft, storage, ServeConfig, ServeError};
+use crate::{health, http, raft, reflection, storage, ServeConfig, ServeError};
 use leasehold_core::limits;
 use leasehold_proto::v1::cluster_server::ClusterServer;
 use leasehold_proto::v1::fenced_store_server::FencedStoreServer;
@@ -112,7 +113,46 @@ async fn serve_port(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    let grpc = Routes::new(
+    let (stopping, stop) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stopping.send(true);
+    });
+    let health = health::service(node.clone(), stop.clone()).await;
+    let router = grpc_routes(&node)?
+        .add_service(health)
+        .into_axum_router()
+        .merge(http::router(node))
+        .fallback(http::not_found);
+    let limit = ConnectionLimit::server_default();
+    let incoming = TcpListenerStream::new(listener).filter_map(move |accepted| {
+        match accepted.and_then(|stream| limit.admit(stream)) {
+            Ok(Some(stream)) => Some(Ok(stream)),
+            Ok(None) => None,
+            Err(error) => Some(Err(error)),
+        }
+    });
+    let graceful = stopped(stop.clone());
+    let server = tonic::transport::Server::builder()
+        .accept_http1(true)
+        .max_concurrent_streams(Some(limits::STREAMS_PER_CONNECTION_MAX))
+        .add_routes(Routes::from(router))
+        .serve_with_incoming_shutdown(incoming, graceful);
+    // Graceful shutdown waits for open streams (keep-alive streams stay open
+    // for as long as their client lives): give them SHUTDOWN_GRACE, then stop.
+    tokio::select! {
+        served = server => served.map_err(|error| ServeError::Transport(error.to_string())),
+        () = async { stopped(stop).await; tokio::time::sleep(SHUTDOWN_GRACE).await } => {
+            tracing::info!("closed connections still open after the shutdown grace period");
+            Ok(())
+        }
+    }
+}
+
+/// The Leasehold services (the public ones, the peers' Raft transport) and
+/// reflection, which describes the public ones only.
+fn grpc_routes(node: &Arc<Node>) -> Result<Routes, ServeError> {
+    let routes = Routes::new(
         LeaseServer::new(LeaseApi::new(node.clone())).max_decoding_message_size(DECODE_BYTES_MAX),
     )
     .add_service(
@@ -130,39 +170,10 @@ async fn serve_port(
         RaftTransportServer::new(RaftTransportApi::new(node.raft.clone()))
             .max_decoding_message_size(RAFT_MESSAGE_BYTES_MAX)
             .max_encoding_message_size(RAFT_MESSAGE_BYTES_MAX),
-    );
-    let router = grpc
-        .into_axum_router()
-        .merge(http::router(node))
-        .fallback(http::not_found);
-    let limit = ConnectionLimit::server_default();
-    let incoming = TcpListenerStream::new(listener).filter_map(move |accepted| {
-        match accepted.and_then(|stream| limit.admit(stream)) {
-            Ok(Some(stream)) => Some(Ok(stream)),
-            Ok(None) => None,
-            Err(error) => Some(Err(error)),
-        }
-    });
-    let (stopping, stop) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        shutdown.await;
-        let _ = stopping.send(true);
-    });
-    let graceful = stopped(stop.clone());
-    let server = tonic::transport::Server::builder()
-        .accept_http1(true)
-        .max_concurrent_streams(Some(limits::STREAMS_PER_CONNECTION_MAX))
-        .add_routes(Routes::from(router))
-        .serve_with_incoming_shutdown(incoming, graceful);
-    // Graceful shutdown waits for open streams (keep-alive streams stay open
-    // for as long as their client lives): give them SHUTDOWN_GRACE, then stop.
-    tokio::select! {
-        served = server => served.map_err(|error| ServeError::Transport(error.to_string())),
-        () = async { stopped(stop).await; tokio::time::sleep(SHUTDOWN_GRACE).await } => {
-            tracing::info!("closed connections still open after the shutdown grace period");
-            Ok(())
-        }
-    }
+    )
+    .add_service(reflection::v1()?)
+    .add_service(reflection::v1alpha()?);
+    Ok(routes)
 }
 
 async fn stopped(mut stop: tokio::sync::watch::Receiver<bool>) {

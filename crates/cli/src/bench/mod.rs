@@ -189,27 +189,12 @@ async fn until<F: Future>(end: Instant, f: F) -> Option<F::Output> {
     }
 }
 
-/// The reason of a failed call: the server's `leasehold-reason` (metadata,
-/// else the ErrorDetail in the status details), else the gRPC code.
+/// The reason of a failed call: the server's reason (from the status
+/// details, else the `leasehold-reason` metadata), else the gRPC code.
 fn reason(status: &tonic::Status) -> String {
-    if let Some(r) = status
-        .metadata()
-        .get("leasehold-reason")
-        .and_then(|v| v.to_str().ok())
-        .filter(|r| !r.is_empty())
-    {
-        return r.to_owned();
-    }
-    if !status.details().is_empty() {
-        if let Ok(d) =
-            <leasehold_proto::v1::ErrorDetail as prost::Message>::decode(status.details())
-        {
-            if !d.reason.is_empty() {
-                return d.reason;
-            }
-        }
-    }
-    format!("grpc-{:?}", status.code())
+    use leasehold_proto::status::{error_detail, reason};
+    reason(status, error_detail(status).as_ref())
+        .unwrap_or_else(|| format!("grpc-{:?}", status.code()))
 }
 
 #[cfg(test)]

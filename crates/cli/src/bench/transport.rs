@@ -9,7 +9,6 @@ use leasehold_proto::v1::{
     AcquireRequest, AcquireResponse, ErrorDetail, ReleaseRequest, ReleaseResponse, SessionRequest,
     SessionResponse,
 };
-use prost::Message;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
@@ -131,12 +130,7 @@ fn status_of(detail: ErrorDetail) -> Status {
         "Unavailable" | "NotLeader" => Code::Unavailable,
         _ => Code::Aborted,
     };
-    let mut status =
-        Status::with_details(code, detail.message.clone(), detail.encode_to_vec().into());
-    if let Ok(reason) = detail.reason.parse() {
-        status.metadata_mut().insert("leasehold-reason", reason);
-    }
-    status
+    leasehold_proto::status::with_detail(code, &detail)
 }
 
 fn unexpected(answer: &Answer) -> Status {

@@ -1,11 +1,14 @@
 //! The one place that maps errors to gRPC: a status code, a message a user
-//! can act on, and a machine-readable [`ErrorDetail`] (status details, plus
-//! its reason in the `leasehold-reason` metadata).
+//! can act on, and a machine-readable [`ErrorDetail`]. The wire form is
+//! [`leasehold_proto::status::with_detail`]: a standard `google.rpc.Status`
+//! in the status details (an `ErrorInfo` with the reason, and the
+//! `ErrorDetail` packed as `Any`), plus the reason in the `leasehold-reason`
+//! metadata. Stream answers carry the bare [`ErrorDetail`] in-band
+//! (`From<ApiError> for ErrorDetail`).
 
 use crate::proposer::ProposeError;
 use leasehold_core::LockError;
 use leasehold_proto::v1::ErrorDetail;
-use prost::Message;
 use tonic::{Code, Status};
 
 /// Everything a request can fail with.
@@ -134,12 +137,14 @@ fn limit_named_in(reason: &str) -> String {
 impl From<ApiError> for Status {
     fn from(error: ApiError) -> Status {
         let (code, detail) = error.code_and_detail();
-        let mut status =
-            Status::with_details(code, detail.message.clone(), detail.encode_to_vec().into());
-        if let Ok(reason) = detail.reason.parse() {
-            status.metadata_mut().insert("leasehold-reason", reason);
-        }
-        status
+        leasehold_proto::status::with_detail(code, &detail)
+    }
+}
+
+impl From<ApiError> for ErrorDetail {
+    /// The in-band form of an error, for answers carried on a stream.
+    fn from(error: ApiError) -> ErrorDetail {
+        error.code_and_detail().1
     }
 }
 
@@ -148,8 +153,114 @@ mod tests {
     use super::*;
     use leasehold_core::{LeaseId, LockName, Token};
 
+    use leasehold_proto::status::{
+        error_detail, DOMAIN, ERROR_DETAIL_TYPE_URL, ERROR_INFO_TYPE_URL,
+    };
+    use prost::Message;
+    use std::collections::HashMap;
+    use tonic_types::pb::{ErrorInfo, Status as RpcStatus};
+
     fn detail(status: &Status) -> ErrorDetail {
-        ErrorDetail::decode(status.details()).unwrap()
+        error_detail(status).expect("a Leasehold error detail")
+    }
+
+    /// Decodes the details as a generic reader does: a `google.rpc.Status`
+    /// whose code and message are the status's, an `ErrorInfo` and the
+    /// packed `ErrorDetail`.
+    fn rich(status: &Status) -> (ErrorInfo, ErrorDetail) {
+        let rpc = RpcStatus::decode(status.details()).expect("a google.rpc.Status");
+        assert_eq!(rpc.code, status.code() as i32);
+        assert_eq!(rpc.message, status.message());
+        let packed = |url: &str| {
+            let any = rpc.details.iter().find(|any| any.type_url == url);
+            any.unwrap_or_else(|| panic!("no {url} in {rpc:?}"))
+                .value
+                .clone()
+        };
+        let info = ErrorInfo::decode(packed(ERROR_INFO_TYPE_URL).as_slice()).unwrap();
+        let detail = ErrorDetail::decode(packed(ERROR_DETAIL_TYPE_URL).as_slice()).unwrap();
+        assert_eq!(info.domain, DOMAIN);
+        assert_eq!(info.reason, detail.reason);
+        assert_eq!(
+            status.metadata().get("leasehold-reason").unwrap(),
+            info.reason.as_str()
+        );
+        (info, detail)
+    }
+
+    fn metadata(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn details_are_a_google_rpc_status_with_error_info_and_the_detail() {
+        type Case = (
+            fn() -> ApiError,
+            &'static str,
+            &'static [(&'static str, &'static str)],
+        );
+        let cases: [Case; 5] = [
+            (
+                || {
+                    ApiError::Core(LockError::NotHolder {
+                        name: LockName::parse("a").unwrap(),
+                        lease: Some(LeaseId(3)),
+                        token: Token(4),
+                        holder_token: Some(Token(9)),
+                    })
+                },
+                "NotHolder",
+                &[("lease", "3"), ("holder_token", "9")],
+            ),
+            (
+                || ApiError::invalid("name", "is 600 bytes; the limit NAME_BYTES_MAX is 512"),
+                "InvalidArgument",
+                &[("field", "name"), ("limit", "NAME_BYTES_MAX")],
+            ),
+            (
+                || ApiError::NotLeader {
+                    leader: Some(2),
+                    leader_addr: Some("10.0.0.2:7420".into()),
+                },
+                "NotLeader",
+                &[("leader_hint", "2"), ("leader_addr", "10.0.0.2:7420")],
+            ),
+            (
+                || {
+                    ApiError::Core(LockError::NoSuchLock {
+                        name: LockName::parse("jobs/nightly").unwrap(),
+                        nearby: vec!["jobs/nightly-1".into(), "jobs/nightly-2".into()],
+                    })
+                },
+                "NoSuchLock",
+                &[("nearby", "jobs/nightly-1,jobs/nightly-2")],
+            ),
+            (
+                || ApiError::Unavailable("the log is full".into()),
+                "Unavailable",
+                &[],
+            ),
+        ];
+        for (error, reason, expected) in cases {
+            let status = Status::from(error());
+            let (info, packed) = rich(&status);
+            assert_eq!(info.reason, reason);
+            assert_eq!(info.metadata, metadata(expected), "{reason}");
+            assert_eq!(packed.message, status.message());
+            assert_eq!(
+                detail(&status),
+                packed,
+                "the decoder reads the packed detail"
+            );
+            assert_eq!(
+                ErrorDetail::from(error()),
+                packed,
+                "the in-band detail is the same"
+            );
+        }
     }
 
     #[test]

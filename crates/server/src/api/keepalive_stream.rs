@@ -5,11 +5,10 @@
 
 use super::lease::keep_alive;
 use super::stream::{spawn_answering, AnswerStream};
-use super::{ApiError, Node};
+use super::Node;
 use leasehold_proto::v1::{ErrorDetail, KeepAliveRequest, KeepAliveResponse};
-use prost::Message;
 use std::sync::Arc;
-use tonic::{Status, Streaming};
+use tonic::Streaming;
 
 /// Serves a keep-alive stream.
 pub fn spawn(
@@ -30,14 +29,8 @@ async fn answer(node: &Node, request: KeepAliveRequest) -> KeepAliveResponse {
             lease: request.lease,
             ttl_ms: 0,
             seq: request.seq,
-            error: Some(error_detail(error)),
+            error: Some(ErrorDetail::from(error)),
             holdings: None,
         },
     }
-}
-
-/// The wire form of an error, for answers carried in-band on a stream.
-pub fn error_detail(error: ApiError) -> ErrorDetail {
-    let status = Status::from(error);
-    ErrorDetail::decode(status.details()).unwrap_or_default()
 }

@@ -3,14 +3,13 @@
 //! same code as its unary form.
 
 use super::acquire::acquire;
-use super::keepalive_stream::error_detail;
 use super::lease::keep_alive;
 use super::lock::release;
 use super::stream::{spawn_answering, AnswerStream};
 use super::{ApiError, Node};
 use leasehold_proto::v1::session_request::Op;
 use leasehold_proto::v1::session_response::Result as Answer;
-use leasehold_proto::v1::{SessionRequest, SessionResponse};
+use leasehold_proto::v1::{ErrorDetail, SessionRequest, SessionResponse};
 use std::sync::Arc;
 use tonic::Streaming;
 
@@ -37,6 +36,6 @@ async fn answer(node: &Arc<Node>, request: SessionRequest) -> SessionResponse {
     };
     SessionResponse {
         seq: request.seq,
-        result: Some(result.unwrap_or_else(|error| Answer::Error(error_detail(error)))),
+        result: Some(result.unwrap_or_else(|error| Answer::Error(ErrorDetail::from(error)))),
     }
 }
