@@ -44,7 +44,9 @@
 //!   [`wait_leader`](Cluster::wait_leader), [`leader_after`](Cluster::leader_after).
 //! - Faults: [`kill9`](Cluster::kill9), [`restart`](Cluster::restart),
 //!   [`stop_all`](Cluster::stop_all), [`restart_all`](Cluster::restart_all),
-//!   [`isolate`](Cluster::isolate), [`heal`](Cluster::heal).
+//!   [`isolate`](Cluster::isolate), [`heal`](Cluster::heal); a node that
+//!   lost its data or comes back as another ([`rebirth`]: `wipe`,
+//!   `set_formation`, `start_refused`).
 //! - CLI: [`cli`](Cluster::cli), [`ok_json`](Cluster::ok_json),
 //!   [`spawn`](Cluster::spawn), [`command`](Cluster::command) (all live
 //!   nodes as `--endpoints`); [`cli_on`](Cluster::cli_on),
@@ -64,10 +66,11 @@ use std::time::{Duration, Instant};
 
 mod node;
 mod partition;
+mod rebirth;
 pub mod workload;
 
-pub use node::NodeStatus;
-use node::{Formation, Node};
+use node::Node;
+pub use node::{Formation, NodeStatus};
 use partition::Partition;
 
 /// Most nodes one cluster can have (node IPs 127.0.0.11..=19, proxies .21..=29).

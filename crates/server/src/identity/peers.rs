@@ -1,0 +1,68 @@
+//! Asking the other members listed in `--peers` who they are (`Identify`),
+//! all at once, each within [`ASK_MAX`]: what a node on an empty data dir
+//! does before it forms a cluster. A peer that does not answer (not started
+//! yet) is left out; it cannot have seen this node.
+
+use super::startup::Answer;
+use super::ClusterId;
+use crate::raft::network::{innermost_cause, peer_url};
+use leasehold_proto::v1::raft_transport_client::RaftTransportClient;
+use leasehold_proto::v1::{IdentifyRequest, IdentifyResponse};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tonic::transport::Endpoint;
+
+/// Bound on one peer's answer, connecting included. Short: a peer that is
+/// not running is refused at once, and one that hangs must not hold up a
+/// start for long.
+pub const ASK_MAX: Duration = Duration::from_secs(1);
+
+/// Asks every member of `members` but node `node_id` (which would form
+/// cluster `ours`) who it is; returns the answers that came.
+pub async fn ask(node_id: u64, ours: &ClusterId, members: &BTreeMap<u64, String>) -> Vec<Answer> {
+    let request = IdentifyRequest {
+        node_id,
+        cluster_id: ours.as_str().to_owned(),
+    };
+    let asks = members
+        .iter()
+        .filter(|(id, _)| **id != node_id)
+        .map(|(&listed_id, addr)| {
+            let request = request.clone();
+            async move {
+                let asked = tokio::time::timeout(ASK_MAX, ask_one(addr, request))
+                    .await
+                    .unwrap_or_else(|_| Err(format!("no answer within {} ms", ASK_MAX.as_millis())));
+                match asked {
+                    Ok(reply) => Some(Answer {
+                        listed_id,
+                        addr: addr.clone(),
+                        reply,
+                    }),
+                    Err(why) => {
+                        tracing::info!(peer = listed_id, %addr, "peer did not answer ({why}); not started yet?");
+                        None
+                    }
+                }
+            }
+        });
+    futures::future::join_all(asks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+async fn ask_one(addr: &str, request: IdentifyRequest) -> Result<IdentifyResponse, String> {
+    let channel = Endpoint::from_shared(peer_url(addr))
+        .map_err(|error| innermost_cause(&error))?
+        .connect_timeout(ASK_MAX)
+        .connect()
+        .await
+        .map_err(|error| innermost_cause(&error))?;
+    RaftTransportClient::new(channel)
+        .identify(request)
+        .await
+        .map(tonic::Response::into_inner)
+        .map_err(|status| status.message().to_owned())
+}
