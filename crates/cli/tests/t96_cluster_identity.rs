@@ -7,6 +7,9 @@
 //! - A node of another cluster started at a member's id and address is
 //!   refused by the cluster's leader (both logs name both cluster ids) and
 //!   never receives the cluster's state, while the cluster serves on.
+//! - Members started one after another on empty data dirs (two first, the
+//!   third once they lead and committed a grant) still form one cluster: a
+//!   member that never ran is not mistaken for one that lost its data.
 
 mod common;
 
@@ -54,6 +57,16 @@ fn stale_names(cluster: &Cluster, id: u64, prefix: &str) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// Waits until node `id` has applied the grant of `name` with `token`.
+fn await_grant(cluster: &Cluster, id: u64, name: &str, token: u64) {
+    let prefix = name.split_once('/').map_or("", |(p, _)| p);
+    let what = format!("node {id} to hold {name} with token {token}");
+    wait_for(&what, CATCH_UP_MAX, || {
+        let names = stale_names(cluster, id, &format!("{prefix}/"));
+        names.contains(&(name.to_owned(), token)).then_some(())
+    });
+}
+
 /// A line of `log` about a refused Raft message that names both ids.
 fn refusal_line(log: &str, a: &str, b: &str) -> Option<String> {
     log.lines()
@@ -72,12 +85,7 @@ fn t96_a_member_that_lost_its_data_must_rejoin_with_join() {
     let got = cluster.ok_json(&["acquire", "ident/held", "--ttl", LONG_TTL, "--json"]);
     let token = u64_of(&got, "token");
     let follower = cluster.ids().into_iter().find(|id| *id != leader).unwrap();
-    wait_for("the follower to apply the grant", CATCH_UP_MAX, || {
-        let names = stale_names(&cluster, follower, "ident/");
-        names
-            .contains(&("ident/held".to_owned(), token))
-            .then_some(())
-    });
+    await_grant(&cluster, follower, "ident/held", token);
 
     phase(&format!(
         "kill -9 node {follower}, wipe its data dir, start it again with the same --peers"
@@ -124,12 +132,7 @@ fn t96_a_member_that_lost_its_data_must_rejoin_with_join() {
         .collect();
     let add = ["member", "add", &follower.to_string(), &addr, "--json"];
     cluster.cli_via(&members, &add).expect_code(0);
-    wait_for("the re-added node to hold the lock", CATCH_UP_MAX, || {
-        let names = stale_names(&cluster, follower, "ident/");
-        names
-            .contains(&("ident/held".to_owned(), token))
-            .then_some(())
-    });
+    await_grant(&cluster, follower, "ident/held", token);
     eprintln!(
         "measured: re-added node {follower} showed the lock {} ms after member add began",
         started.elapsed().as_millis()
@@ -169,13 +172,14 @@ fn t96_a_node_of_another_cluster_is_refused() {
     let started = Instant::now();
     cluster.restart(victim);
     let theirs = cluster_id_of(&cluster, victim);
-    assert!(
-        theirs.len() == 32 && theirs != ours,
-        "node {victim} formed another cluster: {theirs:?} (cluster A is {ours:?})"
-    );
 
     phase("A's leader is refused, and both logs name both cluster ids");
     let (sent, received) = wait_for("both sides to log the refusal", REFUSAL_LOGGED_MAX, || {
+        let fed = stale_names(&cluster, victim, "ident/");
+        assert_eq!(fed, [], "node {victim} received cluster A's state");
+        if ours.is_empty() || theirs.is_empty() {
+            return None;
+        }
         let sent = refusal_line(&cluster.log_text(leader), &ours, &theirs)?;
         let received = refusal_line(&cluster.log_text(victim), &ours, &theirs)?;
         Some((sent, received))
@@ -184,6 +188,10 @@ fn t96_a_node_of_another_cluster_is_refused() {
         "measured: refusal logged on both sides {} ms after node {victim} restarted\n  \
          leader: {sent}\n  node {victim}: {received}",
         started.elapsed().as_millis()
+    );
+    assert!(
+        theirs.len() == 32 && theirs != ours,
+        "node {victim} formed another cluster: {theirs:?} (cluster A is {ours:?})"
     );
 
     phase("A keeps serving with its two remaining members");
@@ -214,4 +222,28 @@ fn t96_a_node_of_another_cluster_is_refused() {
         theirs,
         "its id never changed"
     );
+}
+
+#[test]
+fn t96_members_started_one_after_another_form_one_cluster() {
+    let _serial = one_at_a_time();
+    let mut cluster = Cluster::start_first(3, 2);
+    let (leader, _) = cluster.leader();
+    let ours = cluster_id_of(&cluster, leader);
+    let got = cluster.ok_json(&["acquire", "ident/early", "--ttl", LONG_TTL, "--json"]);
+    let token = u64_of(&got, "token");
+
+    phase("node 3 starts on its empty data dir after the others formed the cluster");
+    let started = Instant::now();
+    cluster.restart(3);
+    await_grant(&cluster, 3, "ident/early", token);
+    eprintln!(
+        "measured: the late member applied the grant {} ms after it started",
+        started.elapsed().as_millis()
+    );
+    for id in cluster.ids() {
+        assert_eq!(cluster_id_of(&cluster, id), ours, "node {id}");
+    }
+    let status = cluster.status(3).expect("node 3 answers");
+    assert_eq!(status.voters(), 3, "{:?}", status.json);
 }

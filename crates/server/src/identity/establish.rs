@@ -53,7 +53,11 @@ pub async fn establish(
                 ServeError::Storage(format!("cannot store the cluster id: {error}"))
             })?;
             if initialized {
-                tracing::info!(cluster_id = %id, "this data dir predates cluster ids: derived cluster id {id} from its membership");
+                tracing::info!(
+                    cluster_id = %id,
+                    "this data dir predates cluster ids: derived cluster id {id} from its \
+                     membership"
+                );
             } else {
                 tracing::info!(cluster_id = %id, "forming cluster {id}");
             }

@@ -5,12 +5,11 @@
 
 use super::startup::Answer;
 use super::ClusterId;
-use crate::raft::network::{innermost_cause, peer_url};
+use crate::raft::network::ask_once;
 use leasehold_proto::v1::raft_transport_client::RaftTransportClient;
-use leasehold_proto::v1::{IdentifyRequest, IdentifyResponse};
+use leasehold_proto::v1::IdentifyRequest;
 use std::collections::BTreeMap;
 use std::time::Duration;
-use tonic::transport::Endpoint;
 
 /// Bound on one peer's answer, connecting included. Short: a peer that is
 /// not running is refused at once, and one that hangs must not hold up a
@@ -30,9 +29,10 @@ pub async fn ask(node_id: u64, ours: &ClusterId, members: &BTreeMap<u64, String>
         .map(|(&listed_id, addr)| {
             let request = request.clone();
             async move {
-                let asked = tokio::time::timeout(ASK_MAX, ask_one(addr, request))
-                    .await
-                    .unwrap_or_else(|_| Err(format!("no answer within {} ms", ASK_MAX.as_millis())));
+                let asked = ask_once(addr, ASK_MAX, |channel| async move {
+                    RaftTransportClient::new(channel).identify(request).await
+                })
+                .await;
                 match asked {
                     Ok(reply) => Some(Answer {
                         listed_id,
@@ -40,7 +40,11 @@ pub async fn ask(node_id: u64, ours: &ClusterId, members: &BTreeMap<u64, String>
                         reply,
                     }),
                     Err(why) => {
-                        tracing::info!(peer = listed_id, %addr, "peer did not answer ({why}); not started yet?");
+                        tracing::info!(
+                            peer = listed_id,
+                            %addr,
+                            "peer did not answer ({why}); not started yet?"
+                        );
                         None
                     }
                 }
@@ -51,18 +55,4 @@ pub async fn ask(node_id: u64, ours: &ClusterId, members: &BTreeMap<u64, String>
         .into_iter()
         .flatten()
         .collect()
-}
-
-async fn ask_one(addr: &str, request: IdentifyRequest) -> Result<IdentifyResponse, String> {
-    let channel = Endpoint::from_shared(peer_url(addr))
-        .map_err(|error| innermost_cause(&error))?
-        .connect_timeout(ASK_MAX)
-        .connect()
-        .await
-        .map_err(|error| innermost_cause(&error))?;
-    RaftTransportClient::new(channel)
-        .identify(request)
-        .await
-        .map(tonic::Response::into_inner)
-        .map_err(|status| status.message().to_owned())
 }

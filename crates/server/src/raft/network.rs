@@ -70,9 +70,34 @@ pub fn peer_url(addr: &str) -> String {
     }
 }
 
+/// Asks the node at `addr` one question (`ask` on a fresh connection), all
+/// within `limit`: the identity check before forming a cluster, the probe
+/// before adding a member. The error says why there was no answer.
+pub async fn ask_once<T, F, Fut>(addr: &str, limit: Duration, ask: F) -> Result<T, String>
+where
+    F: FnOnce(Channel) -> Fut,
+    Fut: std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+{
+    let asked = async {
+        let channel = Endpoint::from_shared(peer_url(addr))
+            .map_err(|error| innermost_cause(&error))?
+            .connect_timeout(limit)
+            .connect()
+            .await
+            .map_err(|error| innermost_cause(&error))?;
+        ask(channel)
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|status| status.message().to_owned())
+    };
+    tokio::time::timeout(limit, asked)
+        .await
+        .unwrap_or_else(|_| Err(format!("no answer within {} ms", limit.as_millis())))
+}
+
 /// The innermost cause's text ("Connection refused (os error 111)"), not
 /// tonic's bare "transport error".
-pub fn innermost_cause(error: &(dyn std::error::Error + 'static)) -> String {
+fn innermost_cause(error: &(dyn std::error::Error + 'static)) -> String {
     let mut cause = error;
     while let Some(next) = cause.source() {
         cause = next;
@@ -167,35 +192,7 @@ impl PeerClient {
                 );
                 return Err(CallError::Network(io(std::io::ErrorKind::TimedOut, text)));
             }
-            Ok(Err(status)) if status.code() == tonic::Code::Unavailable => {
-                let text = format!(
-                    "node {} at {}: {}",
-                    self.target,
-                    self.addr,
-                    status.message()
-                );
-                return Err(CallError::Unreachable(io(
-                    std::io::ErrorKind::ConnectionRefused,
-                    text,
-                )));
-            }
-            Ok(Err(status)) if status.code() == tonic::Code::FailedPrecondition => {
-                self.identity.refused_by(self.target, &self.addr, &status);
-                let text = format!(
-                    "node {} at {}: {}",
-                    self.target,
-                    self.addr,
-                    status.message()
-                );
-                return Err(CallError::Unreachable(io(
-                    std::io::ErrorKind::PermissionDenied,
-                    text,
-                )));
-            }
-            Ok(Err(status)) => {
-                let text = format!("node {} at {}: {status}", self.target, self.addr);
-                return Err(CallError::Network(io(std::io::ErrorKind::Other, text)));
-            }
+            Ok(Err(status)) => return Err(self.refused(&status)),
             Ok(Ok(reply)) => reply.into_inner(),
         };
         // Its Raft handled the message: it holds a vote or a log now.
@@ -203,6 +200,31 @@ impl PeerClient {
         let decoded: Result<Resp, E> = decode(&reply.data)
             .map_err(|e| CallError::Network(io(std::io::ErrorKind::InvalidData, e.to_string())))?;
         decoded.map_err(CallError::Remote)
+    }
+
+    /// What an error status from the peer means for openraft: unreachable
+    /// if it is down or belongs to another cluster (openraft backs off; a
+    /// refusal by cluster id is logged, rate-limited), a network error
+    /// otherwise.
+    fn refused<E>(&self, status: &tonic::Status) -> CallError<E> {
+        let text = format!(
+            "node {} at {}: {}",
+            self.target,
+            self.addr,
+            status.message()
+        );
+        let unreachable = |kind| CallError::Unreachable(std::io::Error::new(kind, text.clone()));
+        match status.code() {
+            tonic::Code::Unavailable => unreachable(std::io::ErrorKind::ConnectionRefused),
+            tonic::Code::FailedPrecondition => {
+                self.identity.refused_by(self.target, &self.addr, status);
+                unreachable(std::io::ErrorKind::PermissionDenied)
+            }
+            _ => {
+                let text = format!("node {} at {}: {status}", self.target, self.addr);
+                CallError::Network(std::io::Error::other(text))
+            }
+        }
     }
 }
 

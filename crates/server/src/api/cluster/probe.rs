@@ -10,11 +10,10 @@
 use super::membership::Members;
 use crate::api::ApiError;
 use crate::identity::ClusterId;
-use crate::raft::network::innermost_cause;
+use crate::raft::network::ask_once;
 use leasehold_proto::v1::cluster_client::ClusterClient;
 use leasehold_proto::v1::{StatusRequest, StatusResponse};
 use std::time::Duration;
-use tonic::transport::Endpoint;
 
 /// Bound on asking a node to be added for its status.
 const PROBE_MAX: Duration = Duration::from_secs(2);
@@ -27,21 +26,10 @@ pub async fn probe(
     id: u64,
     addr: &str,
 ) -> Result<(), ApiError> {
-    let asked = tokio::time::timeout(PROBE_MAX, async {
-        let channel = Endpoint::from_shared(format!("http://{addr}"))
-            .map_err(|error| innermost_cause(&error))?
-            .connect_timeout(PROBE_MAX)
-            .connect()
-            .await
-            .map_err(|error| innermost_cause(&error))?;
-        ClusterClient::new(channel)
-            .status(StatusRequest {})
-            .await
-            .map(tonic::Response::into_inner)
-            .map_err(|status| status.message().to_owned())
+    let asked = ask_once(addr, PROBE_MAX, |channel| async move {
+        ClusterClient::new(channel).status(StatusRequest {}).await
     })
-    .await
-    .unwrap_or_else(|_| Err(format!("no answer within {} ms", PROBE_MAX.as_millis())));
+    .await;
     let status = asked.map_err(|why| {
         ApiError::invalid(
             "addr",
