@@ -1,7 +1,8 @@
 //! `leasehold status`: the answering node's view of the cluster: its id, its
-//! cluster's id, the leader, term, revision, its commit, applied and last log index, its
-//! snapshot, and every member with its role (and, when the answering node
-//! leads, how far the log reached each member and how far behind it is).
+//! cluster's id, the leader, term, revision, its commit, applied and last log
+//! index, its snapshot, and every member with its role (and, when the
+//! answering node leads, how far the log reached each member and how far
+//! behind it is).
 
 use super::member::{member_rows, members_json, status_of};
 use super::{revision, Global};

@@ -4,7 +4,7 @@
 //! cluster on an empty data dir first asks its peers ([`super::peers`]),
 //! and refuses to start if they saw it take part before.
 
-use super::startup::{judge_answers, starting_id, Held, Start};
+use super::startup::{judge_answers, starting_id, Held, StartingId};
 use super::{peers, ClusterId, Identity};
 use crate::raft::node::Formation;
 use crate::raft::types::Raft;
@@ -35,17 +35,17 @@ pub async fn establish(
     let start = starting_id(stored, formation, held, token, &mut rand::rng());
     let node_id = identity.node_id();
     match start {
-        Start::Stored(id) => tracing::info!(cluster_id = %id, "cluster {id}"),
-        Start::Adopt if initialized => tracing::warn!(
+        StartingId::Stored(id) => tracing::info!(cluster_id = %id, "cluster {id}"),
+        StartingId::Adopt if initialized => tracing::warn!(
             "this data dir predates cluster ids: it takes the cluster id of the first leader \
              that writes to it"
         ),
-        Start::Adopt => tracing::info!(
+        StartingId::Adopt => tracing::info!(
             node_id,
             "no cluster yet: waiting to be added (leasehold member add), then taking the \
              leader's cluster id"
         ),
-        Start::Create(id) => {
+        StartingId::Create(id) => {
             if let (Held::Nothing, Formation::Initialize(members)) = (held, formation) {
                 check_peers(node_id, &id, members).await?;
             }

@@ -20,7 +20,7 @@ pub enum Held<'a> {
 
 /// The cluster id a node starts with.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Start {
+pub enum StartingId {
     /// The data dir holds one: keep it.
     Stored(ClusterId),
     /// Store this one, durably, before Raft forms or hears of anything.
@@ -37,21 +37,21 @@ pub fn starting_id(
     held: Held<'_>,
     token: &str,
     rng: &mut impl Rng,
-) -> Start {
+) -> StartingId {
     if let Some(id) = stored {
-        return Start::Stored(id);
+        return StartingId::Stored(id);
     }
     match (held, formation) {
-        (_, Formation::Join) => Start::Adopt,
+        (_, Formation::Join) => StartingId::Adopt,
         // The upgrade path: a data dir written before cluster ids. Its
         // members must agree without talking, as at formation, so the id is
         // derived from the membership they share (`--peers` is ignored once
         // a data dir holds a cluster, and may be gone from the command line).
-        (Held::State { members }, _) if members.is_empty() => Start::Adopt,
-        (Held::State { members }, _) => Start::Create(ClusterId::derive(members, token)),
-        (Held::Nothing, Formation::Alone { .. }) => Start::Create(ClusterId::random(rng)),
+        (Held::State { members }, _) if members.is_empty() => StartingId::Adopt,
+        (Held::State { members }, _) => StartingId::Create(ClusterId::derive(members, token)),
+        (Held::Nothing, Formation::Alone { .. }) => StartingId::Create(ClusterId::random(rng)),
         (Held::Nothing, Formation::Initialize(members)) => {
-            Start::Create(ClusterId::derive(members, token))
+            StartingId::Create(ClusterId::derive(members, token))
         }
     }
 }
@@ -126,7 +126,7 @@ mod tests {
             .collect()
     }
 
-    fn start(stored: Option<ClusterId>, formation: &Formation, held: Held<'_>) -> Start {
+    fn start(stored: Option<ClusterId>, formation: &Formation, held: Held<'_>) -> StartingId {
         starting_id(stored, formation, held, "t", &mut StdRng::seed_from_u64(1))
     }
 
@@ -136,13 +136,16 @@ mod tests {
         let derived = ClusterId::derive(&three(), "t");
         assert_eq!(
             start(None, &peers, Held::Nothing),
-            Start::Create(derived.clone())
+            StartingId::Create(derived.clone())
         );
-        assert_eq!(start(None, &Formation::Join, Held::Nothing), Start::Adopt);
+        assert_eq!(
+            start(None, &Formation::Join, Held::Nothing),
+            StartingId::Adopt
+        );
         let alone = Formation::Alone {
             addr: "10.0.0.1:7420".into(),
         };
-        let Start::Create(random) = start(None, &alone, Held::Nothing) else {
+        let StartingId::Create(random) = start(None, &alone, Held::Nothing) else {
             panic!("a one-member cluster creates an id");
         };
         let again = starting_id(
@@ -152,12 +155,12 @@ mod tests {
             "t",
             &mut StdRng::seed_from_u64(2),
         );
-        assert_ne!(again, Start::Create(random), "random, not derived");
+        assert_ne!(again, StartingId::Create(random), "random, not derived");
         let stored = ClusterId::derive(&three(), "other");
         for formation in [&peers, &alone, &Formation::Join] {
             assert_eq!(
                 start(Some(stored.clone()), formation, Held::Nothing),
-                Start::Stored(stored.clone())
+                StartingId::Stored(stored.clone())
             );
         }
     }
@@ -171,12 +174,15 @@ mod tests {
             addr: "10.0.0.1:7420".into(),
         };
         for formation in [&Formation::Initialize(three()), &alone] {
-            assert_eq!(start(None, formation, held), Start::Create(derived.clone()));
+            assert_eq!(
+                start(None, formation, held),
+                StartingId::Create(derived.clone())
+            );
         }
-        assert_eq!(start(None, &Formation::Join, held), Start::Adopt);
+        assert_eq!(start(None, &Formation::Join, held), StartingId::Adopt);
         let none = BTreeMap::new();
         let voted_only = Held::State { members: &none };
-        assert_eq!(start(None, &alone, voted_only), Start::Adopt);
+        assert_eq!(start(None, &alone, voted_only), StartingId::Adopt);
     }
 
     fn answer(listed_id: u64, cluster_id: &str, formed: bool, saw_asker: bool) -> Answer {

@@ -91,13 +91,20 @@ pub async fn start(
     let raft = Raft::new(node_id, config, start.network, log_store, state_machine)
         .await
         .map_err(|error| ServeError::Raft(error.to_string()))?;
-    establish(
+    let established = establish(
         &raft,
         &start.identity,
         &start.formation,
         &start.cluster_token,
     )
-    .await?;
+    .await;
+    if let Err(error) = established {
+        // Refused (or failed): stop Raft so that it lets go of the storage.
+        if let Err(stopping) = raft.shutdown().await {
+            tracing::warn!(%stopping, "raft did not shut down cleanly");
+        }
+        return Err(error);
+    }
     let initialized = raft
         .is_initialized()
         .await
