@@ -10,7 +10,11 @@ pub enum Exit {
     /// 1: any error not listed below (internal server error, I/O, a bug).
     Other = 1,
     /// 2: usage: a bad flag or value (clap), or the server answered
-    /// `InvalidArgument` (a name, ttl or other field out of bounds).
+    /// `InvalidArgument` (a name, ttl or other field out of bounds), or
+    /// `serve` refused to start as configured: inconsistent settings, or a
+    /// start that would be unsafe (an empty data dir with `--peers` whose
+    /// peers saw this node take part in their cluster before: it must
+    /// rejoin with `--join`; or peers that belong to another cluster).
     Usage = 2,
     /// 3: the lock is busy (`Busy`) or the wait for it timed out (`WaitTimeout`).
     Busy = 3,

@@ -25,6 +25,10 @@ pub struct ServeConfig {
     pub peers: BTreeMap<u64, String>,
     /// Start without forming a cluster and wait to be added to one.
     pub join: bool,
+    /// Mixed into the cluster id a `peers` cluster derives from its member
+    /// list: each cluster formed at the same addresses needs its own (like
+    /// etcd's `--initial-cluster-token`). Used only on an empty data dir.
+    pub cluster_token: String,
 }
 
 impl ServeConfig {
@@ -38,6 +42,7 @@ impl ServeConfig {
             snapshot_every_entries: crate::raft::node::SNAPSHOT_EVERY_ENTRIES,
             peers: BTreeMap::new(),
             join: false,
+            cluster_token: crate::identity::DEFAULT_CLUSTER_TOKEN.into(),
         }
     }
 
@@ -48,10 +53,9 @@ impl ServeConfig {
             return Formation::Join;
         }
         if self.peers.is_empty() {
-            return Formation::Initialize(BTreeMap::from([(
-                self.node_id,
-                self.listen.to_string(),
-            )]));
+            return Formation::Alone {
+                addr: self.listen.to_string(),
+            };
         }
         Formation::Initialize(self.peers.clone())
     }
@@ -82,6 +86,11 @@ impl ServeConfig {
             return Err(crate::ServeError::Config(format!(
                 "--peers entry {id}={addr:?}: node ids start at 1 and every node needs an address"
             )));
+        }
+        if self.cluster_token.is_empty() {
+            return Err(crate::ServeError::Config(
+                "--cluster-token must not be empty (the default is \"leasehold\")".into(),
+            ));
         }
         if self.snapshot_every_entries == 0 {
             return Err(crate::ServeError::Config(

@@ -37,6 +37,7 @@ mod health;
 pub mod hold_stats;
 mod http;
 pub mod hub;
+pub mod identity;
 mod metrics;
 mod page;
 pub mod proposer;
@@ -57,6 +58,11 @@ pub enum ServeError {
     /// The configuration is inconsistent.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// Starting as configured would be unsafe: a member that lost its data
+    /// would form the cluster again, or the peers belong to another cluster.
+    /// The text says what happened and what to do.
+    #[error("{0}")]
+    Formation(String),
     /// The listen address could not be bound.
     #[error("cannot listen on {addr}: {source}; is another server using this port? pass --listen HOST:PORT")]
     Bind {

@@ -7,6 +7,7 @@ use crate::api::{ClusterApi, FencedApi, LeaseApi, LockApi, Node, WatchApi};
 use crate::clock::{Clock, TokioClock};
 use crate::connections::ConnectionLimit;
 use crate::hub::ApplyHub;
+use crate::identity::Identity;
 use crate::proposer::Proposer;
 use crate::timers::{self, Timers};
 use crate::waiters::Waiters;
@@ -51,19 +52,23 @@ pub async fn serve_on(
     let hub = Arc::new(ApplyHub::new(waiters.clone(), timers.clone()));
     let (log_store, state_machine) = open_storage(&config, hub.clone()).await?;
     let state = state_machine.shared();
+    let identity = Identity::load(config.node_id, log_store.identity_store())
+        .map_err(|error| ServeError::Storage(format!("cannot read the cluster id: {error}")))?;
+    let identity = Arc::new(identity);
     let listen_ip = config.listen.ip();
     let network = raft::network::Network {
         local_ip: (!listen_ip.is_unspecified()).then_some(listen_ip),
+        identity: identity.clone(),
     };
-    let raft = raft::node::start(
-        config.node_id,
+    let start = raft::node::Start {
+        node_id: config.node_id,
         network,
-        config.formation(),
-        config.snapshot_every_entries,
-        log_store,
-        state_machine,
-    )
-    .await?;
+        formation: config.formation(),
+        cluster_token: config.cluster_token.clone(),
+        snapshot_every_entries: config.snapshot_every_entries,
+        identity: identity.clone(),
+    };
+    let raft = raft::node::start(start, log_store, state_machine).await?;
     let proposer = Proposer::spawn(raft.clone());
     timers::spawn(
         timers.clone(),
@@ -79,6 +84,7 @@ pub async fn serve_on(
         waiters,
         timers,
         hub,
+        identity,
     });
     let result = serve_port(node, listener, shutdown).await;
     if let Err(error) = raft.shutdown().await {
@@ -167,9 +173,12 @@ fn grpc_routes(node: &Arc<Node>) -> Result<Routes, ServeError> {
             .max_decoding_message_size(DECODE_BYTES_MAX),
     )
     .add_service(
-        RaftTransportServer::new(RaftTransportApi::new(node.raft.clone()))
-            .max_decoding_message_size(RAFT_MESSAGE_BYTES_MAX)
-            .max_encoding_message_size(RAFT_MESSAGE_BYTES_MAX),
+        RaftTransportServer::new(RaftTransportApi::new(
+            node.raft.clone(),
+            node.identity.clone(),
+        ))
+        .max_decoding_message_size(RAFT_MESSAGE_BYTES_MAX)
+        .max_encoding_message_size(RAFT_MESSAGE_BYTES_MAX),
     )
     .add_service(reflection::v1()?)
     .add_service(reflection::v1alpha()?);

@@ -32,6 +32,17 @@ pub struct ServeArgs {
     /// (`leasehold member add ID ADDR` on the cluster).
     #[arg(long, conflicts_with = "peers")]
     pub join: bool,
+    /// Mixed into the cluster id that the members of a new `--peers`
+    /// cluster derive from their list (as etcd's `--initial-cluster-token`):
+    /// give each cluster you form at the same addresses its own token. Used
+    /// only on an empty data dir.
+    #[arg(
+        long,
+        env = "LEASEHOLD_CLUSTER_TOKEN",
+        default_value = leasehold_server::identity::DEFAULT_CLUSTER_TOKEN,
+        value_name = "TOKEN"
+    )]
+    pub cluster_token: String,
     /// Log entries between snapshots (default 20000). Hidden: tests lower it
     /// (also through the environment, for nodes a shared harness starts) so
     /// that a new member must catch up by snapshot.
@@ -99,6 +110,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     config.node_id = args.node_id;
     config.peers = args.peers.clone().unwrap_or_default();
     config.join = args.join;
+    config.cluster_token = args.cluster_token.clone();
     if let Some(entries) = args.snapshot_every {
         config.snapshot_every_entries = entries;
     }
@@ -187,9 +199,12 @@ async fn until_stopped(
     }
 }
 
+/// Starting as configured is refused (bad settings, or a start that would
+/// be unsafe: see [`ServeError::Formation`]) with the usage code; anything
+/// that failed while trying is an other error.
 fn serve_error(err: ServeError) -> CliError {
     let exit = match err {
-        ServeError::Config(_) => Exit::Usage,
+        ServeError::Config(_) | ServeError::Formation(_) => Exit::Usage,
         _ => Exit::Other,
     };
     CliError::new(exit, err.to_string())

@@ -1,7 +1,8 @@
-//! `leasehold status`: the answering node's view of the cluster: its id, the
-//! leader, term, revision, its commit, applied and last log index, its
-//! snapshot, and every member with its role (and, when the answering node
-//! leads, how far the log reached each member and how far behind it is).
+//! `leasehold status`: the answering node's view of the cluster: its id, its
+//! cluster's id, the leader, term, revision, its commit, applied and last log
+//! index, its snapshot, and every member with its role (and, when the
+//! answering node leads, how far the log reached each member and how far
+//! behind it is).
 
 use super::member::{member_rows, members_json, status_of};
 use super::{revision, Global};
@@ -27,6 +28,7 @@ pub async fn run(args: StatusArgs, global: &Global) -> Result<(), CliError> {
     if args.json {
         print_json(&json!({
             "node_id": s.node_id,
+            "cluster_id": s.cluster_id,
             "leader": s.leader,
             "term": s.term,
             "revision": s.revision.max(header_revision),
@@ -64,6 +66,11 @@ pub async fn run(args: StatusArgs, global: &Global) -> Result<(), CliError> {
         "{} leases, {} locks, version {}",
         s.leases, s.locks, s.version
     );
+    if s.cluster_id.is_empty() {
+        println!("cluster: none yet (started with --join; `leasehold member add` gives it one)");
+    } else {
+        println!("cluster {}", s.cluster_id);
+    }
     print!("{}", table(&member_rows(&s.members, leader_view)));
     Ok(())
 }

@@ -35,7 +35,7 @@
 //! # API (kept stable: other test files build on it)
 //!
 //! - Start: [`Cluster::start`], [`Cluster::start_partitionable`],
-//!   [`Cluster::add_joining_node`].
+//!   [`Cluster::start_first`], [`Cluster::add_joining_node`].
 //! - Addresses: [`ids`](Cluster::ids), [`live_ids`](Cluster::live_ids),
 //!   [`endpoint`](Cluster::endpoint), [`endpoints`](Cluster::endpoints),
 //!   [`endpoint_list`](Cluster::endpoint_list), [`advertised`](Cluster::advertised).
@@ -44,7 +44,9 @@
 //!   [`wait_leader`](Cluster::wait_leader), [`leader_after`](Cluster::leader_after).
 //! - Faults: [`kill9`](Cluster::kill9), [`restart`](Cluster::restart),
 //!   [`stop_all`](Cluster::stop_all), [`restart_all`](Cluster::restart_all),
-//!   [`isolate`](Cluster::isolate), [`heal`](Cluster::heal).
+//!   [`isolate`](Cluster::isolate), [`heal`](Cluster::heal); a node that
+//!   lost its data or comes back as another ([`rebirth`]: `wipe`,
+//!   `set_formation`, `start_refused`).
 //! - CLI: [`cli`](Cluster::cli), [`ok_json`](Cluster::ok_json),
 //!   [`spawn`](Cluster::spawn), [`command`](Cluster::command) (all live
 //!   nodes as `--endpoints`); [`cli_on`](Cluster::cli_on),
@@ -64,10 +66,11 @@ use std::time::{Duration, Instant};
 
 mod node;
 mod partition;
+mod rebirth;
 pub mod workload;
 
-pub use node::NodeStatus;
-use node::{Formation, Node};
+use node::Node;
+pub use node::{Formation, NodeStatus};
 use partition::Partition;
 
 /// Most nodes one cluster can have (node IPs 127.0.0.11..=19, proxies .21..=29).
@@ -119,16 +122,25 @@ impl Cluster {
     /// Starts `n` nodes that form one cluster, reaching each other directly,
     /// and waits until a majority agrees on a leader.
     pub fn start(n: u64) -> Cluster {
-        Cluster::launch(n, false)
+        Cluster::launch(n, false, n)
+    }
+
+    /// Like [`start`](Self::start), but starts only nodes `1..=first` (a
+    /// majority) and waits for their leader; start the others later with
+    /// [`restart`](Self::restart), as an operator starting members one
+    /// after another would.
+    pub fn start_first(n: u64, first: u64) -> Cluster {
+        assert!(first > n / 2 && first <= n, "a majority of {n} first");
+        Cluster::launch(n, false, first)
     }
 
     /// Like [`start`](Self::start), with every node known by a proxy
     /// address, so that [`isolate`](Self::isolate) can cut one off.
     pub fn start_partitionable(n: u64) -> Cluster {
-        Cluster::launch(n, true)
+        Cluster::launch(n, true, n)
     }
 
-    fn launch(n: u64, partitionable: bool) -> Cluster {
+    fn launch(n: u64, partitionable: bool, first: u64) -> Cluster {
         assert!((1..=NODES_MAX).contains(&n), "1..={NODES_MAX} nodes");
         let dir = tempfile::tempdir().expect("tempdir");
         let listens: BTreeMap<u64, SocketAddr> = (1..=n)
@@ -165,7 +177,7 @@ impl Cluster {
             _dir: dir,
         };
         let started = Instant::now();
-        cluster.restart_all();
+        cluster.start_together((1..=first).collect());
         let (leader, term) = cluster.leader();
         eprintln!(
             "cluster of {n} up after {:?}: leader {leader}, term {term}, peers {peers}",
@@ -282,10 +294,15 @@ impl Cluster {
             .filter(|n| n.child.is_none())
             .map(|n| n.id)
             .collect();
-        for &id in &stopped {
+        self.start_together(stopped);
+    }
+
+    /// Starts the nodes `ids` all at once and waits until each answers.
+    fn start_together(&mut self, ids: Vec<u64>) {
+        for &id in &ids {
             self.node_mut(id).spawn();
         }
-        for id in stopped {
+        for id in ids {
             self.await_answering(id);
         }
     }

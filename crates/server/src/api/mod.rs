@@ -26,6 +26,7 @@ pub use lock::LockApi;
 
 use crate::clock::wall_unix_ms;
 use crate::hub::ApplyHub;
+use crate::identity::Identity;
 use crate::proposer::Proposer;
 use crate::raft::types::Raft;
 use crate::storage::SharedState;
@@ -52,6 +53,8 @@ pub struct Node {
     /// Applied effects: recent events and their followers, hold times by
     /// prefix, how long each holder has held its lock.
     pub hub: Arc<ApplyHub>,
+    /// The cluster this node belongs to (status, and probing new members).
+    pub identity: Arc<Identity>,
 }
 
 impl Node {

@@ -3,14 +3,21 @@
 //! and reconnected by tonic. A single node never sends anything, so it runs
 //! this same code with no peers.
 //!
+//! Every request carries this node's id and cluster id. A peer that answers
+//! is noted as having taken part ([`Identity::saw`]); a peer of another
+//! cluster refuses with FAILED_PRECONDITION, which is logged (rate-limited)
+//! and treated like an unreachable peer.
+//!
 //! Failures map onto openraft's error kinds: a connection that cannot be
-//! made is `Unreachable` (openraft backs off), a call that fails or times
-//! out is a `Network` error (retried at the next heartbeat), and an error
-//! the peer's Raft returned is a `RemoteError`.
+//! made, or a refusal by the peer's cluster id, is `Unreachable` (openraft
+//! backs off), a call that fails or times out is a `Network` error (retried
+//! at the next heartbeat), and an error the peer's Raft returned is a
+//! `RemoteError`.
 
 use super::codec::{decode, encode};
 use super::transport::RAFT_MESSAGE_BYTES_MAX;
 use super::types::TypeConfig;
+use crate::identity::Identity;
 use leasehold_proto::v1::raft_transport_client::RaftTransportClient;
 use leasehold_proto::v1::RaftPayload;
 use openraft::error::{
@@ -25,6 +32,7 @@ use openraft::BasicNode;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
 
@@ -32,12 +40,15 @@ use tonic::transport::{Channel, Endpoint};
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Builds a client per peer.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Network {
     /// The address outgoing Raft connections are made from: this node's
     /// listen IP (unless it listens on all addresses), so a peer — or a
     /// fault-injecting proxy in a test — can tell which node is calling.
     pub local_ip: Option<IpAddr>,
+    /// This node's cluster identity: sent with every request, told of every
+    /// peer that answers, and of every refusal.
+    pub identity: Arc<Identity>,
 }
 
 /// A client to one peer.
@@ -47,31 +58,74 @@ pub struct PeerClient {
     addr: String,
     /// `None` if the address does not parse (every call is then Unreachable).
     client: Option<RaftTransportClient<Channel>>,
+    identity: Arc<Identity>,
+}
+
+/// The URL of a peer known by `addr` (`HOST:PORT`, or already a URL).
+pub fn peer_url(addr: &str) -> String {
+    if addr.contains("://") {
+        addr.to_owned()
+    } else {
+        format!("http://{addr}")
+    }
+}
+
+/// Asks the node at `addr` one question (`ask` on a fresh connection), all
+/// within `limit`: the identity check before forming a cluster, the probe
+/// before adding a member. The error says why there was no answer.
+pub async fn ask_once<T, F, Fut>(addr: &str, limit: Duration, ask: F) -> Result<T, String>
+where
+    F: FnOnce(Channel) -> Fut,
+    Fut: std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+{
+    let asked = async {
+        let channel = Endpoint::from_shared(peer_url(addr))
+            .map_err(|error| innermost_cause(&error))?
+            .connect_timeout(limit)
+            .connect()
+            .await
+            .map_err(|error| innermost_cause(&error))?;
+        ask(channel)
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|status| status.message().to_owned())
+    };
+    tokio::time::timeout(limit, asked)
+        .await
+        .unwrap_or_else(|_| Err(format!("no answer within {} ms", limit.as_millis())))
+}
+
+/// The innermost cause's text ("Connection refused (os error 111)"), not
+/// tonic's bare "transport error".
+fn innermost_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: u64, node: &BasicNode) -> PeerClient {
-        let url = if node.addr.contains("://") {
-            node.addr.clone()
-        } else {
-            format!("http://{}", node.addr)
-        };
-        let client = Endpoint::from_shared(url).ok().map(|endpoint| {
-            let channel = endpoint
-                .local_address(self.local_ip)
-                .connect_timeout(CONNECT_TIMEOUT)
-                .tcp_nodelay(true)
-                .connect_lazy();
-            RaftTransportClient::new(channel)
-                .max_decoding_message_size(RAFT_MESSAGE_BYTES_MAX)
-                .max_encoding_message_size(RAFT_MESSAGE_BYTES_MAX)
-        });
+        let client = Endpoint::from_shared(peer_url(&node.addr))
+            .ok()
+            .map(|endpoint| {
+                let channel = endpoint
+                    .local_address(self.local_ip)
+                    .connect_timeout(CONNECT_TIMEOUT)
+                    .tcp_nodelay(true)
+                    .connect_lazy();
+                RaftTransportClient::new(channel)
+                    .max_decoding_message_size(RAFT_MESSAGE_BYTES_MAX)
+                    .max_encoding_message_size(RAFT_MESSAGE_BYTES_MAX)
+            });
         PeerClient {
             target,
             addr: node.addr.clone(),
             client,
+            identity: self.identity.clone(),
         }
     }
 }
@@ -124,8 +178,12 @@ impl PeerClient {
         };
         let data = encode(request)
             .map_err(|e| CallError::Network(io(std::io::ErrorKind::InvalidData, e.to_string())))?;
-        let sent =
-            tokio::time::timeout(option.hard_ttl(), send(client, RaftPayload { data })).await;
+        let payload = RaftPayload {
+            data,
+            cluster_id: self.identity.cluster_id_text(),
+            node_id: self.identity.node_id(),
+        };
+        let sent = tokio::time::timeout(option.hard_ttl(), send(client, payload)).await;
         let reply = match sent {
             Err(_) => {
                 let text = format!(
@@ -134,27 +192,39 @@ impl PeerClient {
                 );
                 return Err(CallError::Network(io(std::io::ErrorKind::TimedOut, text)));
             }
-            Ok(Err(status)) if status.code() == tonic::Code::Unavailable => {
-                let text = format!(
-                    "node {} at {}: {}",
-                    self.target,
-                    self.addr,
-                    status.message()
-                );
-                return Err(CallError::Unreachable(io(
-                    std::io::ErrorKind::ConnectionRefused,
-                    text,
-                )));
-            }
-            Ok(Err(status)) => {
-                let text = format!("node {} at {}: {status}", self.target, self.addr);
-                return Err(CallError::Network(io(std::io::ErrorKind::Other, text)));
-            }
+            Ok(Err(status)) => return Err(self.refused(&status)),
             Ok(Ok(reply)) => reply.into_inner(),
         };
+        // Its Raft handled the message: it holds a vote or a log now.
+        self.identity.saw(self.target);
         let decoded: Result<Resp, E> = decode(&reply.data)
             .map_err(|e| CallError::Network(io(std::io::ErrorKind::InvalidData, e.to_string())))?;
         decoded.map_err(CallError::Remote)
+    }
+
+    /// What an error status from the peer means for openraft: unreachable
+    /// if it is down or belongs to another cluster (openraft backs off; a
+    /// refusal by cluster id is logged, rate-limited), a network error
+    /// otherwise.
+    fn refused<E>(&self, status: &tonic::Status) -> CallError<E> {
+        let text = format!(
+            "node {} at {}: {}",
+            self.target,
+            self.addr,
+            status.message()
+        );
+        let unreachable = |kind| CallError::Unreachable(std::io::Error::new(kind, text.clone()));
+        match status.code() {
+            tonic::Code::Unavailable => unreachable(std::io::ErrorKind::ConnectionRefused),
+            tonic::Code::FailedPrecondition => {
+                self.identity.refused_by(self.target, &self.addr, status);
+                unreachable(std::io::ErrorKind::PermissionDenied)
+            }
+            _ => {
+                let text = format!("node {} at {}: {status}", self.target, self.addr);
+                CallError::Network(std::io::Error::other(text))
+            }
+        }
     }
 }
 

@@ -8,9 +8,16 @@
 //! the cluster forms exactly once. A node whose data dir already holds a
 //! cluster ignores the list. A node started to *join* an existing cluster
 //! initializes nothing and waits to be added (`leasehold member add`).
+//!
+//! Before Raft forms anything, the node gets its cluster id
+//! ([`crate::identity::establish`]); a node on an empty data dir with
+//! `--peers` asks its peers first, and does not start if they saw it take
+//! part in their cluster before (it lost its data, and with it its votes).
 
 use super::network::Network;
 use super::types::Raft;
+use crate::identity::establish::establish;
+use crate::identity::Identity;
 use crate::storage::{LogStore, StateMachineStore};
 use crate::ServeError;
 use openraft::{BasicNode, Config, SnapshotPolicy};
@@ -46,56 +53,89 @@ pub fn raft_config(snapshot_every_entries: u64) -> Result<Arc<Config>, ServeErro
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Formation {
     /// Form a cluster of these members (node id → address), together with
-    /// the other members started with the same list.
+    /// the other members started with the same list (`--peers`).
     Initialize(BTreeMap<u64, String>),
+    /// Form a one-member cluster of this node, reached at `addr` (no
+    /// `--peers`).
+    Alone { addr: String },
     /// Join an existing cluster: wait to be added as a member.
     Join,
 }
 
-/// Starts Raft for `node_id` on the given stores; on an empty data dir,
-/// forms the cluster as `formation` says.
+/// How Raft starts: the node, how it forms a cluster, and its storage.
+pub struct Start {
+    /// This node's Raft id.
+    pub node_id: u64,
+    /// Its connections to the other nodes.
+    pub network: Network,
+    /// How it forms a cluster on an empty data dir.
+    pub formation: Formation,
+    /// The token a `--peers` cluster's id is derived with.
+    pub cluster_token: String,
+    /// Log entries between snapshots.
+    pub snapshot_every_entries: u64,
+    /// Its cluster identity, given an id here before Raft forms anything.
+    pub identity: Arc<Identity>,
+}
+
+/// Starts Raft as `start` says on the given stores: gives the node its
+/// cluster id, then, on an empty data dir, forms the cluster as
+/// `start.formation` says.
 pub async fn start(
-    node_id: u64,
-    network: Network,
-    formation: Formation,
-    snapshot_every_entries: u64,
+    start: Start,
     log_store: LogStore,
     state_machine: StateMachineStore,
 ) -> Result<Raft, ServeError> {
-    let config = raft_config(snapshot_every_entries)?;
-    let raft = Raft::new(node_id, config, network, log_store, state_machine)
+    let node_id = start.node_id;
+    let config = raft_config(start.snapshot_every_entries)?;
+    let raft = Raft::new(node_id, config, start.network, log_store, state_machine)
         .await
         .map_err(|error| ServeError::Raft(error.to_string()))?;
+    let established = establish(
+        &raft,
+        &start.identity,
+        &start.formation,
+        &start.cluster_token,
+    )
+    .await;
+    if let Err(error) = established {
+        // Refused (or failed): stop Raft so that it lets go of the storage.
+        if let Err(stopping) = raft.shutdown().await {
+            tracing::warn!(%stopping, "raft did not shut down cleanly");
+        }
+        return Err(error);
+    }
     let initialized = raft
         .is_initialized()
         .await
         .map_err(|error| ServeError::Raft(error.to_string()))?;
-    match formation {
-        _ if initialized => {}
+    let members = match start.formation {
+        _ if initialized => return Ok(raft),
         Formation::Join => {
             tracing::info!(
                 node_id,
                 "waiting to be added to a cluster (leasehold member add)"
             );
+            return Ok(raft);
         }
-        Formation::Initialize(members) => {
-            let size = members.len();
-            let members = members
-                .into_iter()
-                .map(|(id, addr)| (id, BasicNode { addr }))
-                .collect::<BTreeMap<_, _>>();
-            match raft.initialize(members).await {
-                Ok(()) => tracing::info!(node_id, size, "formed a cluster"),
-                // Another member's initialization reached us first.
-                Err(openraft::error::RaftError::APIError(
-                    openraft::error::InitializeError::NotAllowed(_),
-                )) => {}
-                Err(error) => {
-                    return Err(ServeError::Raft(format!(
-                        "cannot form the cluster: {error}"
-                    )))
-                }
-            }
+        Formation::Initialize(members) => members,
+        Formation::Alone { addr } => BTreeMap::from([(node_id, addr)]),
+    };
+    let size = members.len();
+    let members = members
+        .into_iter()
+        .map(|(id, addr)| (id, BasicNode { addr }))
+        .collect::<BTreeMap<_, _>>();
+    match raft.initialize(members).await {
+        Ok(()) => tracing::info!(node_id, size, "formed a cluster"),
+        // Another member's initialization reached us first.
+        Err(openraft::error::RaftError::APIError(
+            openraft::error::InitializeError::NotAllowed(_),
+        )) => {}
+        Err(error) => {
+            return Err(ServeError::Raft(format!(
+                "cannot form the cluster: {error}"
+            )))
         }
     }
     Ok(raft)

@@ -1,12 +1,20 @@
 //! The receiving side of Raft traffic: the internal `RaftTransport` gRPC
-//! service, served on the same port as the client API. Each call decodes an
-//! openraft request, hands it to this node's Raft, and encodes the `Result`.
+//! service, served on the same port as the client API. Each call first has
+//! its sender's cluster id judged ([`Identity::admit`]: another cluster's
+//! message is refused with FAILED_PRECONDITION before Raft sees it), then
+//! decodes an openraft request, hands it to this node's Raft, and encodes
+//! the `Result`. `Identify` tells a node about to form a cluster who
+//! answers here (see [`crate::identity`]).
 
 use super::codec::{decode, encode};
 use super::types::{Raft, TypeConfig};
+use crate::identity::{Identity, MessageKind};
 use leasehold_proto::v1::raft_transport_server::RaftTransport;
-use leasehold_proto::v1::RaftPayload;
+use leasehold_proto::v1::{IdentifyRequest, IdentifyResponse, RaftPayload};
 use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
+use openraft::Vote;
+use serde::de::DeserializeOwned;
+use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
 /// The largest Raft message accepted or sent: a snapshot chunk or a run of
@@ -16,12 +24,27 @@ pub const RAFT_MESSAGE_BYTES_MAX: usize = 256 * 1024 * 1024;
 /// Serves Raft messages to this node's Raft.
 pub struct RaftTransportApi {
     raft: Raft,
+    /// Judges each message's cluster id; answers `Identify`.
+    identity: Arc<Identity>,
 }
 
 impl RaftTransportApi {
-    /// The service over `raft`.
-    pub fn new(raft: Raft) -> RaftTransportApi {
-        RaftTransportApi { raft }
+    /// The service over `raft`, for the node `identity` describes.
+    pub fn new(raft: Raft, identity: Arc<Identity>) -> RaftTransportApi {
+        RaftTransportApi { raft, identity }
+    }
+
+    /// Admits (see [`Identity::admit`]) and decodes one request.
+    async fn receive<T: DeserializeOwned>(
+        &self,
+        request: Request<RaftPayload>,
+        kind: MessageKind,
+    ) -> Result<T, Status> {
+        let payload = request.into_inner();
+        self.identity
+            .admit(payload.node_id, &payload.cluster_id, kind)
+            .await?;
+        decode(&payload.data).map_err(undecodable)
     }
 }
 
@@ -34,7 +57,10 @@ fn undecodable(error: postcard::Error) -> Status {
 fn reply<T: serde::Serialize>(result: &T) -> Result<Response<RaftPayload>, Status> {
     let data =
         encode(result).map_err(|e| Status::internal(format!("cannot encode a Raft reply: {e}")))?;
-    Ok(Response::new(RaftPayload { data }))
+    Ok(Response::new(RaftPayload {
+        data,
+        ..Default::default()
+    }))
 }
 
 #[tonic::async_trait]
@@ -44,12 +70,12 @@ impl RaftTransport for RaftTransportApi {
         request: Request<RaftPayload>,
     ) -> Result<Response<RaftPayload>, Status> {
         let rpc: AppendEntriesRequest<TypeConfig> =
-            decode(&request.into_inner().data).map_err(undecodable)?;
+            self.receive(request, MessageKind::AppendEntries).await?;
         reply(&self.raft.append_entries(rpc).await)
     }
 
     async fn vote(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
-        let rpc: VoteRequest<u64> = decode(&request.into_inner().data).map_err(undecodable)?;
+        let rpc: VoteRequest<u64> = self.receive(request, MessageKind::Vote).await?;
         reply(&self.raft.vote(rpc).await)
     }
 
@@ -58,7 +84,23 @@ impl RaftTransport for RaftTransportApi {
         request: Request<RaftPayload>,
     ) -> Result<Response<RaftPayload>, Status> {
         let rpc: InstallSnapshotRequest<TypeConfig> =
-            decode(&request.into_inner().data).map_err(undecodable)?;
+            self.receive(request, MessageKind::InstallSnapshot).await?;
         reply(&self.raft.install_snapshot(rpc).await)
+    }
+
+    async fn identify(
+        &self,
+        request: Request<IdentifyRequest>,
+    ) -> Result<Response<IdentifyResponse>, Status> {
+        // From the metrics, not through Raft's core: a busy leader must
+        // answer within the asker's short timeout. The same test as
+        // openraft's `is_initialized`: a vote or a log.
+        let initialized = {
+            let metrics = self.raft.metrics();
+            let metrics = metrics.borrow();
+            metrics.last_log_index.is_some() || metrics.vote != Vote::default()
+        };
+        let asker = request.into_inner().node_id;
+        Ok(Response::new(self.identity.identify(asker, initialized)))
     }
 }

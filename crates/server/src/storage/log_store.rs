@@ -23,12 +23,11 @@
 //! rare and possibly long (zeroing, unlinking), run on the blocking pool.
 
 use super::wal::{CommittedFile, Encoded, Wal};
-use super::{blocking, DbError, META};
+use super::{blocking, meta, DbError, IdentityStore};
 use crate::raft::types::{LogId, TypeConfig};
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{Entry, OptionalSend, RaftLogReader, StorageError, StorageIOError, Vote};
-use redb::{Database, Durability, ReadableDatabase};
-use serde::de::DeserializeOwned;
+use redb::Database;
 use serde::Serialize;
 use std::fmt::Debug;
 use std::ops::{Bound, RangeBounds};
@@ -59,7 +58,7 @@ impl LogStore {
         data_dir: &Path,
         segment_bytes: u64,
     ) -> Result<Self, DbError> {
-        let purged = read_meta(&db, LAST_PURGED)?;
+        let purged = meta::read(&db, LAST_PURGED)?;
         let wal = Wal::open(data_dir, segment_bytes, purged)?;
         let committed = CommittedFile::open(&data_dir.join(super::wal::LOG_DIR))?;
         Ok(Self {
@@ -69,7 +68,7 @@ impl LogStore {
         })
     }
 
-    /// Encodes and writes one `META` record in its own fsynced transaction.
+    /// Writes one `META` record, fsynced, on the blocking pool.
     async fn write_meta<T: Serialize + Sync>(
         &self,
         key: &'static str,
@@ -77,25 +76,13 @@ impl LogStore {
     ) -> Result<(), DbError> {
         let bytes = postcard::to_allocvec(value)?;
         let db = self.db.clone();
-        blocking(move || {
-            let mut txn = db.begin_write()?;
-            txn.set_durability(Durability::Immediate)?;
-            txn.open_table(META)?.insert(key, bytes.as_slice())?;
-            txn.commit()?;
-            Ok(())
-        })
-        .await
+        blocking(move || meta::write_bytes(&db, key, &bytes)).await
     }
-}
 
-/// Reads and decodes one `META` record.
-fn read_meta<T: DeserializeOwned>(db: &Database, key: &str) -> Result<Option<T>, DbError> {
-    let txn = db.begin_read()?;
-    let table = txn.open_table(META)?;
-    let Some(bytes) = table.get(key)? else {
-        return Ok(None);
-    };
-    Ok(Some(postcard::from_bytes(bytes.value())?))
+    /// The record of this node's cluster identity, in the same database.
+    pub fn identity_store(&self) -> IdentityStore {
+        IdentityStore::new(self.db.clone())
+    }
 }
 
 impl RaftLogReader<TypeConfig> for LogStore {
@@ -125,7 +112,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError<u64>> {
         let last_purged_log_id: Option<LogId> =
-            read_meta(&self.db, LAST_PURGED).map_err(|e| StorageIOError::read_logs(&e))?;
+            meta::read(&self.db, LAST_PURGED).map_err(|e| StorageIOError::read_logs(&e))?;
         let last_log_id = self.wal.last_log_id().or(last_purged_log_id);
         Ok(LogState {
             last_purged_log_id,
@@ -145,7 +132,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote<u64>>, StorageError<u64>> {
-        Ok(read_meta(&self.db, VOTE).map_err(|e| StorageIOError::read_vote(&e))?)
+        Ok(meta::read(&self.db, VOTE).map_err(|e| StorageIOError::read_vote(&e))?)
     }
 
     /// Not fsynced: one `pwrite` into the page cache, inline. A lost update

@@ -10,6 +10,9 @@
 //!   in log order, plus the latest snapshot, which is persisted in redb
 //!   (`<data dir>/leasehold.redb`).
 //!
+//! The log store also hands out an [`IdentityStore`]: this node's cluster id
+//! and the nodes it has seen take part, in the same redb file.
+//!
 //! **Why a WAL for the log and redb for the rest**: openraft 0.9 awaits each
 //! log flush before the next append, so the append latency caps throughput:
 //! a redb durable commit cost ~780 µs p50 under load, a write + `fdatasync`
@@ -30,13 +33,16 @@
 //! is written without fsync; losing it only means re-applying less at
 //! start-up, never applying something uncommitted).
 
+mod identity_store;
 mod listener;
 mod log_store;
+mod meta;
 mod shared;
 mod snapshot_store;
 mod state_machine;
 pub mod wal;
 
+pub use identity_store::IdentityStore;
 pub use listener::{ApplyListener, NoopListener};
 pub use log_store::LogStore;
 pub use shared::{AppliedState, SharedState};
@@ -49,7 +55,8 @@ use std::sync::Arc;
 /// The database file's name inside the data dir.
 pub const DB_FILE_NAME: &str = "leasehold.redb";
 
-/// Small named records of the log store (keys below), postcard-encoded.
+/// Small named records (the log store's vote and purged id, the cluster
+/// identity), postcard-encoded; read and written through [`meta`].
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 /// The latest snapshot: its meta, its bytes and the id counter.
 pub(crate) const SNAPSHOT: TableDefinition<&str, &[u8]> = TableDefinition::new("snapshot");

@@ -59,11 +59,13 @@ impl NodeStatus {
 
 /// How a node forms or joins the cluster at its first start.
 #[derive(Clone, Debug)]
-pub(super) enum Formation {
+pub enum Formation {
     /// `--peers` (the same list on every founding member).
     Peers(String),
     /// `--join`: wait to be added.
     Join,
+    /// Neither: a one-member cluster of its own.
+    Alone,
 }
 
 /// One node process and everything needed to restart it identically.
@@ -102,6 +104,7 @@ impl Node {
         match &self.formation {
             Formation::Peers(peers) => cmd.args(["--peers", peers]),
             Formation::Join => cmd.arg("--join"),
+            Formation::Alone => &mut cmd,
         };
         let child = cmd
             .env("RUST_LOG", "info,openraft=warn")

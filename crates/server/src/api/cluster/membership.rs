@@ -50,7 +50,8 @@ pub async fn add(
     if plan_addition(&current(&node), id, &addr)? == Addition::AlreadyVoter {
         return Ok(reply(&node, None));
     }
-    probe(&current(&node), id, &addr).await?;
+    let cluster_id = node.identity.cluster_id();
+    probe(&current(&node), cluster_id.as_ref(), id, &addr).await?;
     let raft = node.raft.clone();
     let membership = in_own_task(async move {
         let started = Instant::now();

@@ -3,36 +3,33 @@
 //! [`LEARNER_CATCH_UP_MAX`](super::membership::LEARNER_CATCH_UP_MAX)), and a
 //! wrong id or a node of another cluster is refused: Raft would otherwise
 //! count one process twice (two ids at one address), or overwrite another
-//! cluster's data.
+//! cluster's data. A node of another cluster is one whose cluster id
+//! differs from ours; a node from before cluster ids (none reported) is
+//! judged by its member list.
 
 use super::membership::Members;
 use crate::api::ApiError;
+use crate::identity::ClusterId;
+use crate::raft::network::ask_once;
 use leasehold_proto::v1::cluster_client::ClusterClient;
 use leasehold_proto::v1::{StatusRequest, StatusResponse};
 use std::time::Duration;
-use tonic::transport::Endpoint;
 
 /// Bound on asking a node to be added for its status.
 const PROBE_MAX: Duration = Duration::from_secs(2);
 
 /// Asks the node at `addr` for its status, within [`PROBE_MAX`], and checks
-/// that it is node `id` and free to join `ours`.
-pub async fn probe(ours: &Members, id: u64, addr: &str) -> Result<(), ApiError> {
-    let asked = tokio::time::timeout(PROBE_MAX, async {
-        let channel = Endpoint::from_shared(format!("http://{addr}"))
-            .map_err(|error| innermost(&error))?
-            .connect_timeout(PROBE_MAX)
-            .connect()
-            .await
-            .map_err(|error| innermost(&error))?;
-        ClusterClient::new(channel)
-            .status(StatusRequest {})
-            .await
-            .map(tonic::Response::into_inner)
-            .map_err(|status| status.message().to_owned())
+/// that it is node `id` and free to join `ours`, the cluster `cluster_id`.
+pub async fn probe(
+    ours: &Members,
+    cluster_id: Option<&ClusterId>,
+    id: u64,
+    addr: &str,
+) -> Result<(), ApiError> {
+    let asked = ask_once(addr, PROBE_MAX, |channel| async move {
+        ClusterClient::new(channel).status(StatusRequest {}).await
     })
-    .await
-    .unwrap_or_else(|_| Err(format!("no answer within {} ms", PROBE_MAX.as_millis())));
+    .await;
     let status = asked.map_err(|why| {
         ApiError::invalid(
             "addr",
@@ -42,17 +39,33 @@ pub async fn probe(ours: &Members, id: u64, addr: &str) -> Result<(), ApiError> 
             ),
         )
     })?;
-    check_probed(&status, ours, id, addr)
+    check_probed(&status, ours, id, addr)?;
+    check_cluster_id(&status, cluster_id, id, addr)
 }
 
-/// The innermost cause's text ("Connection refused (os error 111)"), not
-/// tonic's bare "transport error".
-fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut cause = error;
-    while let Some(next) = cause.source() {
-        cause = next;
+/// Judges a probed node's cluster id: none (a node started with `--join`,
+/// or from before cluster ids), or ours (a learner added again, a removed
+/// member coming back with its data). Any other: it already belongs to
+/// another cluster, whose log and votes it holds.
+fn check_cluster_id(
+    status: &StatusResponse,
+    ours: Option<&ClusterId>,
+    id: u64,
+    addr: &str,
+) -> Result<(), ApiError> {
+    let theirs = status.cluster_id.as_str();
+    if theirs.is_empty() || ours.is_some_and(|ours| ours.as_str() == theirs) {
+        return Ok(());
     }
-    cause.to_string()
+    let ours = ours.map_or_else(|| "none".to_owned(), ClusterId::to_string);
+    Err(ApiError::invalid(
+        "addr",
+        format!(
+            "node {id} at {addr} already belongs to cluster {theirs} (this is cluster {ours}): \
+             a node takes part in one cluster only; stop it and start it with --join on an \
+             empty data dir to add it here"
+        ),
+    ))
 }
 
 /// Judges a probed node's own status: it must be node `id`, and either in no
@@ -142,5 +155,31 @@ mod tests {
             message.contains("another cluster (members 1, 4)"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn a_probed_node_of_another_cluster_id_is_refused() {
+        let ours = ClusterId::parse("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").unwrap();
+        let probed = |cluster_id: &str| StatusResponse {
+            node_id: 4,
+            cluster_id: cluster_id.into(),
+            ..Default::default()
+        };
+        // Started with --join (or from before cluster ids): free to join.
+        assert!(check_cluster_id(&probed(""), Some(&ours), 4, "h:4").is_ok());
+        // Ours already: a learner added again, a removed member coming back.
+        assert!(check_cluster_id(&probed(ours.as_str()), Some(&ours), 4, "h:4").is_ok());
+        let theirs = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+        for our_id in [Some(&ours), None] {
+            let (code, message) =
+                reason(check_cluster_id(&probed(theirs), our_id, 4, "h:4").unwrap_err());
+            assert_eq!(code, Code::InvalidArgument);
+            assert!(
+                message.contains(&format!(
+                    "node 4 at h:4 already belongs to cluster {theirs}"
+                )) && message.contains("--join"),
+                "{message}"
+            );
+        }
     }
 }

@@ -129,6 +129,7 @@ pub async fn status(node: &Node) -> StatusResponse {
         version: env!("CARGO_PKG_VERSION").into(),
         snapshot_index: view.snapshot_index,
         purged_index: view.purged_index,
+        cluster_id: node.identity.cluster_id_text(),
     }
 }
 

@@ -84,7 +84,7 @@ fn grant(run: common::Run) -> u64 {
 }
 
 #[test]
-fn t93_keepalive_rides_through_a_server_restart() {
+fn t94_keepalive_rides_through_a_server_restart() {
     let data = tempfile::tempdir().unwrap();
     let port = common::free_port();
     let mut server = Server::start_in(data.path(), port);
@@ -115,7 +115,7 @@ fn t93_keepalive_rides_through_a_server_restart() {
 }
 
 #[test]
-fn t93_keepalive_ends_at_the_local_deadline_saying_so() {
+fn t94_keepalive_ends_at_the_local_deadline_saying_so() {
     let server = Server::start();
     let lease = grant(server.cli(&["lease", "grant", "--ttl", "3s", "--json"]));
     let id = lease.to_string();
@@ -141,7 +141,7 @@ fn t93_keepalive_ends_at_the_local_deadline_saying_so() {
 }
 
 #[test]
-fn t93_keepalive_rides_through_a_leader_change() {
+fn t94_keepalive_rides_through_a_leader_change() {
     let _serial = one_at_a_time();
     let mut cluster = Cluster::start(3);
     let lease = grant(cluster.cli(&["lease", "grant", "--ttl", "6s", "--json"]));
