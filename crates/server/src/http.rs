@@ -1,6 +1,7 @@
 //! Plain HTTP on the gRPC port: `/healthz` (the process serves), `/readyz`
-//! (this node knows a leader and can answer), `/metrics` (Prometheus text),
-//! and the live page at `/` with its JSON (see [`crate::page`]).
+//! (this node knows a leader and can answer; a leader only while it has its
+//! quorum), `/metrics` (Prometheus text), and the live page at `/` with its
+//! JSON (see [`crate::page`]).
 
 use crate::api::Node;
 use axum::extract::State;
@@ -42,7 +43,15 @@ pub async fn not_found(request: axum::extract::Request) -> axum::response::Respo
         .into_response()
 }
 
+/// Ready while a leader is known, except on a leader without a quorum: it
+/// can neither commit nor confirm anything, so traffic belongs elsewhere.
 async fn ready(State(node): State<Arc<Node>>) -> (StatusCode, String) {
+    if let Err(why) = node.quorum.check() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: leader without quorum: {why}\n"),
+        );
+    }
     let leader = node.raft.metrics().borrow().current_leader;
     match leader {
         Some(leader) => (StatusCode::OK, format!("ready (leader: node {leader})\n")),
@@ -61,5 +70,6 @@ async fn metrics(State(node): State<Arc<Node>>) -> String {
     metrics::gauge!("leasehold_locks").set(locks as f64);
     metrics::gauge!("leasehold_waiting_acquires").set(node.waiters.len() as f64);
     crate::metrics::record_raft(&node.raft.metrics().borrow());
+    crate::metrics::record_quorum(node.node_id, &node.quorum.report());
     crate::metrics::render()
 }

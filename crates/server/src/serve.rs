@@ -7,6 +7,7 @@ use crate::clock::{Clock, TokioClock};
 use crate::connections::ConnectionLimit;
 use crate::hub::ApplyHub;
 use crate::proposer::Proposer;
+use crate::raft::quorum::QuorumMonitor;
 use crate::timers::{self, Timers};
 use crate::waiters::Waiters;
 use crate::{http, raft, storage, ServeConfig, ServeError};
@@ -46,13 +47,15 @@ pub async fn serve_on(
     let _ = crate::metrics::handle();
     let clock: Arc<dyn Clock> = Arc::new(TokioClock);
     let waiters = Arc::new(Waiters::default());
-    let timers = Arc::new(Timers::new(clock, config.failover_margin));
+    let timers = Arc::new(Timers::new(clock.clone(), config.failover_margin));
     let hub = Arc::new(ApplyHub::new(waiters.clone(), timers.clone()));
     let (log_store, state_machine) = open_storage(&config, hub.clone()).await?;
     let state = state_machine.shared();
     let listen_ip = config.listen.ip();
+    let contacts = Arc::new(raft::contacts::Contacts::new(clock.clone()));
     let network = raft::network::Network {
         local_ip: (!listen_ip.is_unspecified()).then_some(listen_ip),
+        contacts: contacts.clone(),
     };
     let raft = raft::node::start(
         config.node_id,
@@ -63,7 +66,8 @@ pub async fn serve_on(
         state_machine,
     )
     .await?;
-    let proposer = Proposer::spawn(raft.clone());
+    let quorum = QuorumMonitor::spawn(raft.metrics(), contacts);
+    let proposer = Proposer::spawn(raft.clone(), quorum.clone());
     timers::spawn(
         timers.clone(),
         proposer.clone(),
@@ -74,6 +78,7 @@ pub async fn serve_on(
         node_id: config.node_id,
         raft: raft.clone(),
         proposer,
+        quorum,
         state,
         waiters,
         timers,
@@ -127,9 +132,12 @@ async fn serve_port(
             .max_decoding_message_size(DECODE_BYTES_MAX),
     )
     .add_service(
-        RaftTransportServer::new(RaftTransportApi::new(node.raft.clone()))
-            .max_decoding_message_size(RAFT_MESSAGE_BYTES_MAX)
-            .max_encoding_message_size(RAFT_MESSAGE_BYTES_MAX),
+        RaftTransportServer::new(RaftTransportApi::new(
+            node.raft.clone(),
+            node.quorum.contacts().clone(),
+        ))
+        .max_decoding_message_size(RAFT_MESSAGE_BYTES_MAX)
+        .max_encoding_message_size(RAFT_MESSAGE_BYTES_MAX),
     );
     let router = grpc
         .into_axum_router()

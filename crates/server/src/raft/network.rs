@@ -6,9 +6,12 @@
 //! Failures map onto openraft's error kinds: a connection that cannot be
 //! made is `Unreachable` (openraft backs off), a call that fails or times
 //! out is a `Network` error (retried at the next heartbeat), and an error
-//! the peer's Raft returned is a `RemoteError`.
+//! the peer's Raft returned is a `RemoteError`. Every reply (an error from
+//! the peer's Raft too) counts as contact with the peer ([`Contacts`]),
+//! dated when its request was sent.
 
 use super::codec::{decode, encode};
+use super::contacts::Contacts;
 use super::transport::RAFT_MESSAGE_BYTES_MAX;
 use super::types::TypeConfig;
 use leasehold_proto::v1::raft_transport_client::RaftTransportClient;
@@ -25,6 +28,7 @@ use openraft::BasicNode;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
 
@@ -32,12 +36,14 @@ use tonic::transport::{Channel, Endpoint};
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Builds a client per peer.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Network {
     /// The address outgoing Raft connections are made from: this node's
     /// listen IP (unless it listens on all addresses), so a peer — or a
     /// fault-injecting proxy in a test — can tell which node is calling.
     pub local_ip: Option<IpAddr>,
+    /// Where each peer's replies are noted.
+    pub contacts: Arc<Contacts>,
 }
 
 /// A client to one peer.
@@ -47,6 +53,8 @@ pub struct PeerClient {
     addr: String,
     /// `None` if the address does not parse (every call is then Unreachable).
     client: Option<RaftTransportClient<Channel>>,
+    /// Where its replies are noted.
+    contacts: Arc<Contacts>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
@@ -72,6 +80,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             target,
             addr: node.addr.clone(),
             client,
+            contacts: self.contacts.clone(),
         }
     }
 }
@@ -124,6 +133,7 @@ impl PeerClient {
         };
         let data = encode(request)
             .map_err(|e| CallError::Network(io(std::io::ErrorKind::InvalidData, e.to_string())))?;
+        let asked_at = self.contacts.now();
         let sent =
             tokio::time::timeout(option.hard_ttl(), send(client, RaftPayload { data })).await;
         let reply = match sent {
@@ -152,6 +162,7 @@ impl PeerClient {
             }
             Ok(Ok(reply)) => reply.into_inner(),
         };
+        self.contacts.answered(self.target, asked_at);
         let decoded: Result<Resp, E> = decode(&reply.data)
             .map_err(|e| CallError::Network(io(std::io::ErrorKind::InvalidData, e.to_string())))?;
         decoded.map_err(CallError::Remote)

@@ -1,12 +1,18 @@
 //! The receiving side of Raft traffic: the internal `RaftTransport` gRPC
 //! service, served on the same port as the client API. Each call decodes an
-//! openraft request, hands it to this node's Raft, and encodes the `Result`.
+//! openraft request, notes contact with its sender (the node its vote
+//! names: the leader of an AppendEntries or InstallSnapshot, the candidate
+//! of a Vote; see [`Contacts`]), hands it to this node's Raft, and encodes
+//! the `Result`.
 
 use super::codec::{decode, encode};
+use super::contacts::Contacts;
 use super::types::{Raft, TypeConfig};
 use leasehold_proto::v1::raft_transport_server::RaftTransport;
 use leasehold_proto::v1::RaftPayload;
 use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
+use openraft::Vote;
+use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
 /// The largest Raft message accepted or sent: a snapshot chunk or a run of
@@ -16,12 +22,21 @@ pub const RAFT_MESSAGE_BYTES_MAX: usize = 256 * 1024 * 1024;
 /// Serves Raft messages to this node's Raft.
 pub struct RaftTransportApi {
     raft: Raft,
+    /// Where each sender's messages are noted.
+    contacts: Arc<Contacts>,
 }
 
 impl RaftTransportApi {
-    /// The service over `raft`.
-    pub fn new(raft: Raft) -> RaftTransportApi {
-        RaftTransportApi { raft }
+    /// The service over `raft`, noting senders in `contacts`.
+    pub fn new(raft: Raft, contacts: Arc<Contacts>) -> RaftTransportApi {
+        RaftTransportApi { raft, contacts }
+    }
+
+    /// Notes contact with the node that `vote` names.
+    fn heard(&self, vote: &Vote<u64>) {
+        if let Some(sender) = vote.leader_id().voted_for() {
+            self.contacts.heard(sender);
+        }
     }
 }
 
@@ -45,11 +60,13 @@ impl RaftTransport for RaftTransportApi {
     ) -> Result<Response<RaftPayload>, Status> {
         let rpc: AppendEntriesRequest<TypeConfig> =
             decode(&request.into_inner().data).map_err(undecodable)?;
+        self.heard(&rpc.vote);
         reply(&self.raft.append_entries(rpc).await)
     }
 
     async fn vote(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
         let rpc: VoteRequest<u64> = decode(&request.into_inner().data).map_err(undecodable)?;
+        self.heard(&rpc.vote);
         reply(&self.raft.vote(rpc).await)
     }
 
@@ -59,6 +76,7 @@ impl RaftTransport for RaftTransportApi {
     ) -> Result<Response<RaftPayload>, Status> {
         let rpc: InstallSnapshotRequest<TypeConfig> =
             decode(&request.into_inner().data).map_err(undecodable)?;
+        self.heard(&rpc.vote);
         reply(&self.raft.install_snapshot(rpc).await)
     }
 }
