@@ -3,31 +3,27 @@
 //! - **In a browser**: a lock acquired through the CLI shows up in the page
 //!   as rendered by Debian's headless Chromium (the DOM after the page's
 //!   script has polled the server), with its token and owner, and its
-//!   `acquired` event with the token. A lock named and owned like HTML is
+//!   `acquired` event with the token; the cluster section shows the node
+//!   leading with its quorum, and itself reachable. (A leader *without* a
+//!   quorum is rendered by `t93_quorum_loss`.) A lock named and owned like HTML is
 //!   shown as text: no element is made from it. Without Chromium the test
 //!   is skipped, except under `CI=true` (where `.ci/run` installs it), where
 //!   it fails.
 //! - **Over HTTP**: `/api/locks` carries the lock, holder, owner and token
 //!   as JSON, names with `<script>` come back as JSON strings, filtering by
-//!   prefix works, `/api/events` returns the newest events last, and a bad
-//!   query parameter is a 400 that names it and its limit.
+//!   prefix works, `/api/events` returns the newest events last,
+//!   `/api/cluster` says the node leads with its quorum, and a bad query
+//!   parameter is a 400 that names it and its limit.
 
 mod common;
 
 #[path = "../../server/tests/support/prometheus.rs"]
 mod prometheus;
 
+use common::browser::{chromium_or_skip, dump_dom, element_with};
 use common::{phase, u64_of, Server};
 use serde_json::Value;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// Bound on one Chromium run (start, load, 5 s of virtual time, dump).
-const CHROMIUM_TIMEOUT: Duration = Duration::from_secs(60);
-/// Virtual time the page gets before its DOM is dumped: several polls.
-const VIRTUAL_TIME_BUDGET_MS: u32 = 5_000;
+use std::time::Instant;
 
 /// A name and an owner an attacker would choose: if the page put either
 /// into the DOM as HTML, the dump would hold an `<img>` element.
@@ -36,12 +32,7 @@ const HOSTILE_OWNER: &str = "<b>mallory</b>";
 
 #[test]
 fn t130_live_page_in_chromium() {
-    let Some(chromium) = chromium() else {
-        assert!(
-            !in_ci(),
-            "CI=true but `chromium` is not on PATH: .ci/run must install it"
-        );
-        eprintln!("skipping t130_live_page_in_chromium: `chromium` is not on PATH (apt-get install chromium, or run .ci/run)");
+    let Some(chromium) = chromium_or_skip("t130_live_page_in_chromium") else {
         return;
     };
     let server = Server::start();
@@ -97,6 +88,19 @@ fn t130_live_page_in_chromium() {
         dom.contains(&format!(r#"<td class="token">{hostile_token}</td>"#))
             && dom.contains(r#"<td class="owner">&lt;b&gt;mallory&lt;/b&gt;</td>"#),
         "the hostile lock's holder is not shown: {dom}"
+    );
+    phase("the cluster section: leading with its quorum, itself reachable");
+    let quorum = element_with(&dom, "p", r#"id="quorum""#);
+    assert!(
+        quorum.contains(r#"data-quorum="true""#)
+            && quorum.contains("node 1: Leader, term ")
+            && quorum.contains("quorum ok"),
+        "the quorum is not shown: {quorum}"
+    );
+    let itself = element_with(&dom, "tr", r#"data-member="1""#);
+    assert!(
+        itself.contains(r#"<td class="reachable">yes</td>"#),
+        "node 1 is not shown reachable: {itself}"
     );
     assert!(dom.contains("<title>Leasehold: locks</title>"), "{dom}");
     assert!(
@@ -168,6 +172,15 @@ fn t130_live_page_http() {
     let tokens: Vec<u64> = all.iter().map(|e| u64_of(e, "token")).collect();
     assert_eq!(tokens, [token, script_token], "{all:?}");
 
+    phase("/api/cluster: this node leads with its quorum and reaches itself");
+    let cluster = get_json(&server, "/api/cluster");
+    assert_eq!(cluster["state"], "Leader", "{cluster}");
+    assert_eq!(cluster["quorum"], true, "{cluster}");
+    assert_eq!(cluster["quorum_problem"], "", "{cluster}");
+    assert_eq!(cluster["members"][0]["id"], 1, "{cluster}");
+    assert_eq!(cluster["members"][0]["reachable"], true, "{cluster}");
+    assert_eq!(cluster["members"][0]["last_contact_ms"], 0, "{cluster}");
+
     phase("bad parameters are refused, naming the parameter and its limit");
     for bad in ["limit=0", "limit=ten", "limit=1025", "limit=-1"] {
         let (status, body) = get(&server, &format!("/api/events?{bad}"));
@@ -225,95 +238,4 @@ fn find_lock<'a>(locks: &'a Value, name: &str) -> &'a Value {
         .iter()
         .find(|lock| lock["name"] == name)
         .unwrap_or_else(|| panic!("no lock {name:?} in {locks}"))
-}
-
-/// The first `<tag ...>...</tag>` in `html` whose start tag contains
-/// `attributes` (elements of that tag are not nested in the dump).
-fn element_with<'a>(html: &'a str, tag: &str, attributes: &str) -> &'a str {
-    let open = format!("<{tag} ");
-    let close = format!("</{tag}>");
-    let mut from = 0;
-    while let Some(at) = html[from..].find(&open) {
-        let start = from + at;
-        let start_tag_end = start + html[start..].find('>').expect("unterminated tag");
-        let end = start + html[start..].find(&close).expect("unclosed element") + close.len();
-        if html[start..start_tag_end].contains(attributes) {
-            return &html[start..end];
-        }
-        from = start_tag_end;
-    }
-    panic!("no <{tag}> with {attributes} in the page:\n{html}");
-}
-
-/// Whether this is a CI run (`CI=true`), where a missing browser fails.
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|ci| ci == "true")
-}
-
-/// Debian's `chromium` on PATH.
-fn chromium() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("chromium"))
-        .find(|candidate| candidate.is_file())
-}
-
-/// Loads `url` in headless Chromium (fresh profile), lets the page run for
-/// [`VIRTUAL_TIME_BUDGET_MS`] of virtual time, and returns the DOM as HTML.
-/// Killed, with its process group, after [`CHROMIUM_TIMEOUT`].
-fn dump_dom(chromium: &Path, url: &str) -> String {
-    let scratch = tempfile::tempdir().expect("tempdir");
-    let dom_path = scratch.path().join("dom.html");
-    let log_path = scratch.path().join("chromium.log");
-    let mut child = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
-        ])
-        .arg(format!(
-            "--user-data-dir={}",
-            scratch.path().join("profile").display()
-        ))
-        .arg(format!("--virtual-time-budget={VIRTUAL_TIME_BUDGET_MS}"))
-        .arg("--dump-dom")
-        .arg(url)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&dom_path).expect("create dom file"))
-        .stderr(std::fs::File::create(&log_path).expect("create log file"))
-        .process_group(0)
-        .spawn()
-        .expect("spawn chromium");
-    let log_tail = || {
-        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-        let lines: Vec<&str> = log.lines().collect();
-        lines[lines.len().saturating_sub(30)..].join("\n")
-    };
-    let deadline = Instant::now() + CHROMIUM_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for chromium") {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            let pid = child.id() as i32;
-            // SAFETY: kill only sends a signal; chromium is not yet reaped,
-            // so -pid still names its process group.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
-            let _ = child.wait();
-            panic!(
-                "chromium did not dump {url} within {CHROMIUM_TIMEOUT:?}; killed it. Its log:\n{}",
-                log_tail()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let dom = std::fs::read_to_string(&dom_path).expect("read the dumped DOM");
-    assert!(
-        status.success() && dom.contains("</html>"),
-        "chromium failed ({status}) to dump {url}; stdout: {dom:?}; log:\n{}",
-        log_tail()
-    );
-    dom
 }

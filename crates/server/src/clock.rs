@@ -41,3 +41,36 @@ pub fn wall_unix_ms() -> u64 {
         .unwrap_or(0);
     now.saturating_add_signed(WALL_CLOCK_OFFSET_MS.load(Ordering::Relaxed))
 }
+
+/// A clock moved by hand, for unit tests of what reads [`Clock`].
+#[cfg(test)]
+#[derive(Debug)]
+pub struct ManualClock {
+    /// Where the clock started.
+    start: Instant,
+    /// How far it has been moved since.
+    moved: std::sync::Mutex<std::time::Duration>,
+}
+
+#[cfg(test)]
+impl ManualClock {
+    /// A clock at the real now, standing still until [`advance`](Self::advance)d.
+    pub fn starting_now() -> ManualClock {
+        ManualClock {
+            start: Instant::now(),
+            moved: std::sync::Mutex::new(std::time::Duration::ZERO),
+        }
+    }
+
+    /// Moves the clock forward by `by`.
+    pub fn advance(&self, by: std::time::Duration) {
+        *self.moved.lock().expect("clock lock") += by;
+    }
+}
+
+#[cfg(test)]
+impl Clock for ManualClock {
+    fn now(&self) -> Instant {
+        self.start + *self.moved.lock().expect("clock lock")
+    }
+}

@@ -1,7 +1,8 @@
 //! Plain HTTP on the gRPC port: `/healthz` (the process serves), `/readyz`
-//! (this node knows a leader and can answer: [`readiness`], which the gRPC
-//! health service follows too), `/metrics` (Prometheus text),
-//! and the live page at `/` with its JSON (see [`crate::page`]).
+//! (this node knows a leader and can answer; a leader only while it has its
+//! quorum: [`readiness`], which the gRPC health service follows too),
+//! `/metrics` (Prometheus text), and the live page at `/` with its JSON (see
+//! [`crate::page`]).
 
 use crate::api::Node;
 use axum::extract::State;
@@ -55,9 +56,14 @@ async fn ready(State(node): State<Arc<Node>>) -> (StatusCode, String) {
 
 /// The one definition of ready, for `/readyz` and the gRPC health service:
 /// `Ok` with the text to show when this node can answer, `Err` with the
-/// cause when it cannot. It can change with time alone, so callers that
-/// follow it re-evaluate it (see [`crate::health`]).
+/// cause when it cannot. Ready while a leader is known, except on a leader
+/// without a quorum: it can neither commit nor confirm anything, so traffic
+/// belongs elsewhere. It changes with time alone (a quorum ages), so
+/// callers that follow it re-evaluate it (see [`crate::health`]).
 pub(crate) fn readiness(node: &Node) -> Result<String, String> {
+    if let Err(why) = node.quorum.check() {
+        return Err(format!("leader without quorum: {why}"));
+    }
     match node.raft.metrics().borrow().current_leader {
         Some(leader) => Ok(format!("ready (leader: node {leader})")),
         None => Err("no leader known yet".into()),
@@ -72,5 +78,6 @@ async fn metrics(State(node): State<Arc<Node>>) -> String {
     metrics::gauge!("leasehold_locks").set(locks as f64);
     metrics::gauge!("leasehold_waiting_acquires").set(node.waiters.len() as f64);
     crate::metrics::record_raft(&node.raft.metrics().borrow());
+    crate::metrics::record_quorum(node.node_id, &node.quorum.report());
     crate::metrics::render()
 }

@@ -5,7 +5,8 @@
 //! Every metric is described here (one list, so `/metrics` carries `# HELP`
 //! for each and the alert rules can rely on the names), and counters start
 //! at zero so that `rate()` and `increase()` see their first increment.
-//! Labels are bounded (causes, error kinds), never lock names or leases.
+//! Labels are bounded (causes, error kinds, member ids), never lock names
+//! or leases.
 //! Durations and the keep-alive margin ratio are real histograms (buckets),
 //! so quantiles can be aggregated across nodes in PromQL.
 
@@ -122,6 +123,19 @@ const GAUGES: &[(&str, &str)] = &[
         "1 if this node knows a leader.",
     ),
     (
+        "leasehold_raft_quorum",
+        "1 if this node has its quorum: on the leader, a majority of the voters acknowledged it \
+         within the leader lease (1 s; always on a one-voter cluster); on any other node, it knows \
+         a leader and heard from it within the lease. 0 otherwise (a leader with 0 refuses writes \
+         and linearizable reads).",
+    ),
+    (
+        "leasehold_raft_member_last_contact_seconds",
+        "Seconds since this node last heard from the member (a reply to its Raft message, dated \
+         when the message was sent, or a Raft message from it), by member id. NaN where this node has no view of the member (a \
+         follower only hears from its leader) or never heard from it since it started.",
+    ),
+    (
         "leasehold_raft_last_log_index",
         "Index of this node's last log entry.",
     ),
@@ -198,6 +212,20 @@ pub fn record_raft(raft: &openraft::RaftMetrics<u64, openraft::BasicNode>) {
     let applied = raft.last_applied.map_or(0, |id| id.index);
     metrics::gauge!("leasehold_raft_applied_index").set(applied as f64);
     metrics::gauge!("leasehold_raft_commit_index").set(commit_index(raft, applied) as f64);
+}
+
+/// The quorum assessment as gauges, at scrape time: whether this node has
+/// its quorum, and how long ago it heard from each other member.
+pub fn record_quorum(self_id: u64, report: &crate::raft::quorum::QuorumReport) {
+    metrics::gauge!("leasehold_raft_quorum").set(if report.quorum() { 1.0 } else { 0.0 });
+    for (id, contact) in report.contacts.iter().filter(|(id, _)| **id != self_id) {
+        let seconds = match (contact.reachable, contact.last_contact) {
+            (Some(_), Some(age)) => age.as_secs_f64(),
+            _ => f64::NAN,
+        };
+        metrics::gauge!("leasehold_raft_member_last_contact_seconds", "member" => id.to_string())
+            .set(seconds);
+    }
 }
 
 /// openraft 0.9 does not publish the commit index. A leader derives it from

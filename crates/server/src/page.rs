@@ -11,7 +11,10 @@
 //!   revision), each as [`lock_to_wire`] describes it, at most
 //!   [`limits::LIST_LOCKS_MAX`] with `truncated` set when more matched;
 //! - `GET /api/events?limit=N&prefix=P`: the last `N` remembered events
-//!   (default [`EVENTS_DEFAULT`], at most [`EVENTS_REMEMBERED`]), newest last.
+//!   (default [`EVENTS_DEFAULT`], at most [`EVENTS_REMEMBERED`]), newest last;
+//! - `GET /api/cluster`: this node's view of the cluster, as `Status` gives
+//!   it: its state, whether it has its quorum (and if not, why), and each
+//!   member's role, reachability and last contact.
 //!
 //! Query parameters are checked here, at the boundary: an unknown, repeated,
 //! malformed or out-of-range parameter is a 400 whose text names it and its
@@ -19,6 +22,7 @@
 //! strings and the page only ever puts them into the DOM as text, under a
 //! Content-Security-Policy that allows no inline script.
 
+use crate::api::cluster::View;
 use crate::api::convert::lock_to_wire;
 use crate::api::Node;
 use crate::clock::wall_unix_ms;
@@ -52,6 +56,7 @@ pub fn router() -> Router<Arc<Node>> {
         .route("/page.js", get(script))
         .route("/api/locks", get(locks))
         .route("/api/events", get(events))
+        .route("/api/cluster", get(cluster))
 }
 
 async fn index() -> Response {
@@ -110,6 +115,34 @@ async fn events(State(node): State<Arc<Node>>, RawQuery(query): RawQuery) -> Res
         "server_time_unix_ms": wall_unix_ms(),
         "node_id": node.node_id,
         "events": events,
+    }))
+}
+
+async fn cluster(State(node): State<Arc<Node>>) -> Response {
+    let view = View::read(&node, None);
+    let members: Vec<Value> = view
+        .members
+        .iter()
+        .map(|member| {
+            json!({
+                "id": member.id,
+                "addr": member.addr,
+                "voter": member.voter,
+                "role": member.role,
+                "reachable": member.reachable,
+                "last_contact_ms": member.last_contact_ms,
+            })
+        })
+        .collect();
+    json_response(&json!({
+        "server_time_unix_ms": wall_unix_ms(),
+        "node_id": node.node_id,
+        "state": view.state,
+        "leader": view.leader,
+        "term": view.term,
+        "quorum": view.quorum.quorum(),
+        "quorum_problem": view.quorum.problem(),
+        "members": members,
     }))
 }
 

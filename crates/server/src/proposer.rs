@@ -4,11 +4,20 @@
 //! flight into one log entry (a [`Batch`]) and routes each command's outcome
 //! back to its caller. Keep-alives ride in the same batches, so renewing
 //! thousands of leases costs one fsync.
+//!
+//! On a leader without a quorum nothing can commit, and openraft would hold
+//! each proposal until the quorum returns, for as long as that takes. So a
+//! batch fails at once with [`ProposeError::NoQuorum`] when the
+//! [`QuorumMonitor`] says the quorum is gone, and a batch in flight stops
+//! waiting when it goes (its entry may still commit later; request ids make
+//! the callers' retries idempotent).
 
 use crate::clock::wall_unix_ms;
+use crate::raft::quorum::{NoQuorum, QuorumMonitor};
 use crate::raft::types::{Batch, Raft};
 use leasehold_core::{Applied, Command};
 use openraft::error::{ClientWriteError, RaftError};
+use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 /// Commands in one log entry, at most.
@@ -28,6 +37,9 @@ pub enum ProposeError {
     /// Raft is shutting down or failed.
     #[error("the replicated log is unavailable: {0}")]
     Unavailable(String),
+    /// This node leads without a quorum: nothing can commit now.
+    #[error("no quorum: {0}")]
+    NoQuorum(NoQuorum),
 }
 
 struct Proposal {
@@ -42,10 +54,12 @@ pub struct Proposer {
 }
 
 impl Proposer {
-    /// Starts the proposer task for `raft`. It stops when every handle is dropped.
-    pub fn spawn(raft: Raft) -> Proposer {
+    /// Starts the proposer task for `raft`, failing batches fast while
+    /// `quorum` says this node leads without one. It stops when every
+    /// handle is dropped.
+    pub fn spawn(raft: Raft, quorum: Arc<QuorumMonitor>) -> Proposer {
         let (queue, receiver) = mpsc::channel(QUEUE_MAX);
-        tokio::spawn(run(raft, receiver));
+        tokio::spawn(run(raft, quorum, receiver));
         Proposer { queue }
     }
 
@@ -62,7 +76,7 @@ impl Proposer {
     }
 }
 
-async fn run(raft: Raft, mut receiver: mpsc::Receiver<Proposal>) {
+async fn run(raft: Raft, quorum: Arc<QuorumMonitor>, mut receiver: mpsc::Receiver<Proposal>) {
     let mut proposals = Vec::with_capacity(BATCH_COMMANDS_MAX);
     loop {
         if receiver.recv_many(&mut proposals, BATCH_COMMANDS_MAX).await == 0 {
@@ -72,13 +86,24 @@ async fn run(raft: Raft, mut receiver: mpsc::Receiver<Proposal>) {
             .drain(..)
             .map(|proposal| (proposal.command, proposal.reply))
             .unzip();
+        if let Err(why) = quorum.check() {
+            fail_all(replies, ProposeError::NoQuorum(why));
+            continue;
+        }
         metrics::histogram!("leasehold_batch_commands").record(commands.len() as f64);
         let batch = Batch {
             at_unix_ms: wall_unix_ms(),
             commands,
         };
         let started = std::time::Instant::now();
-        let written = raft.client_write(batch).await;
+        let written = tokio::select! {
+            biased;
+            written = raft.client_write(batch) => written,
+            why = quorum.lost() => {
+                fail_all(replies, ProposeError::NoQuorum(why));
+                continue;
+            }
+        };
         metrics::histogram!("leasehold_batch_commit_seconds")
             .record(started.elapsed().as_secs_f64());
         match written {
@@ -89,13 +114,15 @@ async fn run(raft: Raft, mut receiver: mpsc::Receiver<Proposal>) {
                     let _ = reply.send(Ok(outcome));
                 }
             }
-            Err(error) => {
-                let error = classify(error);
-                for reply in replies {
-                    let _ = reply.send(Err(error.clone()));
-                }
-            }
+            Err(error) => fail_all(replies, classify(error)),
         }
+    }
+}
+
+/// Sends every caller of a batch the same failure.
+fn fail_all(replies: Vec<oneshot::Sender<Result<Applied, ProposeError>>>, error: ProposeError) {
+    for reply in replies {
+        let _ = reply.send(Err(error.clone()));
     }
 }
 

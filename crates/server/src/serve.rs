@@ -9,6 +9,7 @@ use crate::connections::ConnectionLimit;
 use crate::hub::ApplyHub;
 use crate::identity::Identity;
 use crate::proposer::Proposer;
+use crate::raft::quorum::QuorumMonitor;
 use crate::timers::{self, Timers};
 use crate::waiters::Waiters;
 use crate::{health, http, raft, reflection, storage, ServeConfig, ServeError};
@@ -48,7 +49,7 @@ pub async fn serve_on(
     let _ = crate::metrics::handle();
     let clock: Arc<dyn Clock> = Arc::new(TokioClock);
     let waiters = Arc::new(Waiters::default());
-    let timers = Arc::new(Timers::new(clock, config.failover_margin));
+    let timers = Arc::new(Timers::new(clock.clone(), config.failover_margin));
     let hub = Arc::new(ApplyHub::new(waiters.clone(), timers.clone()));
     let (log_store, state_machine) = open_storage(&config, hub.clone()).await?;
     let state = state_machine.shared();
@@ -56,9 +57,11 @@ pub async fn serve_on(
         .map_err(|error| ServeError::Storage(format!("cannot read the cluster id: {error}")))?;
     let identity = Arc::new(identity);
     let listen_ip = config.listen.ip();
+    let contacts = Arc::new(raft::contacts::Contacts::new(clock.clone()));
     let network = raft::network::Network {
         local_ip: (!listen_ip.is_unspecified()).then_some(listen_ip),
         identity: identity.clone(),
+        contacts: contacts.clone(),
     };
     let start = raft::node::Start {
         node_id: config.node_id,
@@ -69,7 +72,8 @@ pub async fn serve_on(
         identity: identity.clone(),
     };
     let raft = raft::node::start(start, log_store, state_machine).await?;
-    let proposer = Proposer::spawn(raft.clone());
+    let quorum = QuorumMonitor::spawn(raft.metrics(), contacts);
+    let proposer = Proposer::spawn(raft.clone(), quorum.clone());
     timers::spawn(
         timers.clone(),
         proposer.clone(),
@@ -80,6 +84,7 @@ pub async fn serve_on(
         node_id: config.node_id,
         raft: raft.clone(),
         proposer,
+        quorum,
         state,
         waiters,
         timers,
@@ -176,6 +181,7 @@ fn grpc_routes(node: &Arc<Node>) -> Result<Routes, ServeError> {
         RaftTransportServer::new(RaftTransportApi::new(
             node.raft.clone(),
             node.identity.clone(),
+            node.quorum.contacts().clone(),
         ))
         .max_decoding_message_size(RAFT_MESSAGE_BYTES_MAX)
         .max_encoding_message_size(RAFT_MESSAGE_BYTES_MAX),

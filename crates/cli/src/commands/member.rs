@@ -143,6 +143,8 @@ fn print_members(reply: &MembershipResponse, json: bool, done: &str) {
 
 /// Members as JSON. `leader_view`: the list came from the leader, so
 /// `matched_index` and `lag` are known (otherwise they are null).
+/// `reachable` and `last_contact_ms` are the answering node's view (null
+/// where it has none).
 pub fn members_json(members: &[Member], leader_view: bool) -> Value {
     let known = |n: u64| leader_view.then_some(n);
     Value::Array(
@@ -156,6 +158,8 @@ pub fn members_json(members: &[Member], leader_view: bool) -> Value {
                     "role": m.role,
                     "matched_index": known(m.matched_index),
                     "lag": known(m.lag),
+                    "reachable": m.reachable,
+                    "last_contact_ms": m.last_contact_ms,
                 })
             })
             .collect(),
@@ -198,6 +202,7 @@ mod tests {
             role: role.into(),
             matched_index,
             lag,
+            ..Default::default()
         }
     }
 

@@ -1,13 +1,15 @@
 //! `leasehold status`: the answering node's view of the cluster: its id, its
-//! cluster's id, the leader, term, revision, its commit, applied and last log
-//! index, its snapshot, and every member with its role (and, when the
-//! answering node leads, how far the log reached each member and how far
-//! behind it is).
+//! cluster's id, the leader, term, revision, whether it has its quorum (and
+//! if not, why), its commit, applied and last log index, its snapshot, and
+//! every member with its role, whether the answering node reaches it and
+//! when it last heard from it (and, when the answering node leads, how far
+//! the log reached each member and how far behind it is).
 
 use super::member::{member_rows, members_json, status_of};
 use super::{revision, Global};
 use crate::error::CliError;
 use crate::output::{print_json, table};
+use leasehold_proto::v1::{Member, StatusResponse};
 use serde_json::json;
 
 /// `leasehold status`
@@ -38,6 +40,8 @@ pub async fn run(args: StatusArgs, global: &Global) -> Result<(), CliError> {
             "snapshot_index": s.snapshot_index,
             "purged_index": s.purged_index,
             "state": s.state,
+            "quorum": s.quorum,
+            "quorum_problem": (!s.quorum_problem.is_empty()).then_some(&s.quorum_problem),
             "members": members_json(&s.members, leader_view),
             "leases": s.leases,
             "locks": s.locks,
@@ -54,10 +58,13 @@ pub async fn run(args: StatusArgs, global: &Global) -> Result<(), CliError> {
     println!(
         "node {} ({}), leader {leader}, term {}, revision {}",
         s.node_id,
-        s.state,
+        state_text(&s),
         s.term,
         s.revision.max(header_revision),
     );
+    if !s.quorum_problem.is_empty() {
+        println!("{}", s.quorum_problem);
+    }
     println!(
         "commit index {}, applied index {}, last log index {}, snapshot index {}",
         s.commit_index, s.applied_index, s.last_log_index, s.snapshot_index
@@ -71,6 +78,72 @@ pub async fn run(args: StatusArgs, global: &Global) -> Result<(), CliError> {
     } else {
         println!("cluster {}", s.cluster_id);
     }
-    print!("{}", table(&member_rows(&s.members, leader_view)));
+    print!("{}", table(&status_rows(&s.members, leader_view)));
     Ok(())
+}
+
+/// The node's state, flagged when it leads without its quorum.
+fn state_text(s: &StatusResponse) -> String {
+    if s.state == "Leader" && !s.quorum {
+        "Leader (NO QUORUM)".into()
+    } else {
+        s.state.clone()
+    }
+}
+
+/// The member table of `member ls`, with the answering node's view of
+/// each member: reachable or not, and its last contact ("-": no view).
+fn status_rows(members: &[Member], leader_view: bool) -> Vec<Vec<String>> {
+    let mut rows = member_rows(members, leader_view);
+    rows[0].extend(["REACHABLE".to_owned(), "LAST CONTACT".to_owned()]);
+    for (row, m) in rows[1..].iter_mut().zip(members) {
+        let reachable = match m.reachable {
+            Some(true) => "yes",
+            Some(false) => "NO",
+            None => "-",
+        };
+        let contact = match (m.reachable, m.last_contact_ms) {
+            (None, _) => "-".to_owned(),
+            (Some(_), None) => "never".to_owned(),
+            (Some(_), Some(ms)) => format!("{:.1} s ago", ms as f64 / 1000.0),
+        };
+        row.extend([reachable.to_owned(), contact]);
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_leader_without_quorum_is_flagged_with_each_members_contact() {
+        let member = |id, role: &str, reachable, last_contact_ms| Member {
+            id,
+            addr: format!("127.0.0.1:{}", 7420 + id),
+            voter: true,
+            role: role.into(),
+            reachable,
+            last_contact_ms,
+            ..Default::default()
+        };
+        let s = StatusResponse {
+            state: "Leader".into(),
+            quorum: false,
+            members: vec![
+                member(1, "Leader", Some(true), Some(0)),
+                member(2, "Follower", Some(false), Some(2_345)),
+                member(3, "Follower", None, None),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(state_text(&s), "Leader (NO QUORUM)");
+        let rows = status_rows(&s.members, true);
+        assert_eq!(rows[0][5..], ["REACHABLE", "LAST CONTACT"]);
+        assert_eq!(rows[1][5..], ["yes", "0.0 s ago"]);
+        assert_eq!(rows[2][5..], ["NO", "2.3 s ago"]);
+        assert_eq!(rows[3][5..], ["-", "-"]);
+        let with_quorum = StatusResponse { quorum: true, ..s };
+        assert_eq!(state_text(&with_quorum), "Leader");
+    }
 }

@@ -3,10 +3,12 @@
 //! commands against it, and poll for conditions with a deadline (never a
 //! fixed sleep). The server is killed when its handle drops; if the test is
 //! failing, its log is printed. [`drill`] holds what the client drills add:
-//! worker processes and a fenced resource.
+//! worker processes and a fenced resource; [`browser`] runs headless
+//! Chromium on the live page.
 
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod cluster;
 pub mod drill;
 pub mod drill_worker;

@@ -7,6 +7,7 @@
 //! (`From<ApiError> for ErrorDetail`).
 
 use crate::proposer::ProposeError;
+use crate::raft::quorum::NoQuorum;
 use leasehold_core::LockError;
 use leasehold_proto::v1::ErrorDetail;
 use tonic::{Code, Status};
@@ -29,6 +30,14 @@ pub enum ApiError {
     /// The service cannot answer right now.
     #[error("service unavailable: {0}; retry shortly")]
     Unavailable(String),
+    /// This node leads without a quorum: it can neither commit a write nor
+    /// confirm a read. Reason `Unavailable`, like any other outage.
+    #[error(
+        "no quorum: {0}; nothing can commit until a majority of the voting members answers this \
+         leader: restart or reconnect the missing members, then retry (retrying the same \
+         request is safe)"
+    )]
+    NoQuorum(NoQuorum),
 }
 
 fn leader_text(leader: &Option<u64>, addr: &Option<String>) -> String {
@@ -50,6 +59,7 @@ impl From<ProposeError> for ApiError {
                 leader_addr,
             },
             ProposeError::Unavailable(why) => ApiError::Unavailable(why),
+            ProposeError::NoQuorum(why) => ApiError::NoQuorum(why),
         }
     }
 }
@@ -117,7 +127,7 @@ impl ApiError {
                 detail.leader_addr = leader_addr.clone().unwrap_or_default();
                 (Code::Unavailable, "NotLeader")
             }
-            ApiError::Unavailable(_) => (Code::Unavailable, "Unavailable"),
+            ApiError::Unavailable(_) | ApiError::NoQuorum(_) => (Code::Unavailable, "Unavailable"),
         };
         detail.reason = reason.into();
         detail.message = self.to_string();
@@ -312,6 +322,27 @@ mod tests {
             status.metadata().get("leasehold-reason").unwrap(),
             "Unfenced"
         );
+    }
+
+    #[test]
+    fn no_quorum_is_unavailable_with_the_sentence() {
+        let status = Status::from(ApiError::NoQuorum(NoQuorum {
+            reached: 1,
+            voters: 3,
+            needed: 2,
+            last_ack: Some(std::time::Duration::from_millis(2_300)),
+            leading_for: std::time::Duration::from_secs(60),
+        }));
+        assert_eq!(status.code(), Code::Unavailable);
+        assert_eq!(detail(&status).reason, "Unavailable");
+        assert!(
+            status
+                .message()
+                .starts_with("no quorum: this node reaches 1 of 3 voting members (2 needed); "),
+            "{}",
+            status.message()
+        );
+        assert!(status.message().contains("retry"), "{}", status.message());
     }
 
     #[test]

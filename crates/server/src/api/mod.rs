@@ -3,7 +3,7 @@
 //! [`leasehold_core::Command`], proposes it, and maps the outcome.
 
 mod acquire;
-mod cluster;
+pub(crate) mod cluster;
 pub(crate) mod convert;
 mod error;
 mod events;
@@ -27,13 +27,16 @@ pub use lock::LockApi;
 use crate::clock::wall_unix_ms;
 use crate::hub::ApplyHub;
 use crate::identity::Identity;
-use crate::proposer::Proposer;
+use crate::proposer::{ProposeError, Proposer};
+use crate::raft::node::{HEARTBEAT_INTERVAL_MS, LEADER_LEASE};
+use crate::raft::quorum::QuorumMonitor;
 use crate::raft::types::Raft;
 use crate::storage::SharedState;
 use crate::timers::Timers;
 use crate::waiters::Waiters;
 use leasehold_core::{limits, Applied, Command, Outcome, Revision};
 use leasehold_proto::v1::ResponseHeader;
+use openraft::error::{CheckIsLeaderError, RaftError};
 use std::sync::Arc;
 
 /// Everything a handler needs; shared by all services.
@@ -44,6 +47,8 @@ pub struct Node {
     pub raft: Raft,
     /// Group-committing proposer (writes).
     pub proposer: Proposer,
+    /// Whether this node has its quorum, and who it last heard from when.
+    pub quorum: Arc<QuorumMonitor>,
     /// The applied state, for reads.
     pub state: SharedState,
     /// Blocked acquires.
@@ -76,18 +81,61 @@ impl Node {
     }
 
     /// Waits until this node has applied everything committed before now
-    /// and is still the leader (a linearizable read).
+    /// and is still the leader (a linearizable read). A leader without a
+    /// quorum fails at once, or as soon as the quorum goes while waiting,
+    /// with the no-quorum sentence (never openraft's own text).
     pub async fn read_barrier(&self) -> Result<(), ApiError> {
-        self.raft
-            .ensure_linearizable()
-            .await
-            .map_err(|error| match error.forward_to_leader() {
-                Some(forward) => crate::proposer::ProposeError::from(forward.clone()).into(),
-                None => ApiError::Unavailable(error.to_string()),
-            })?;
-        Ok(())
+        self.quorum.check().map_err(ApiError::NoQuorum)?;
+        tokio::select! {
+            biased;
+            confirmed = self.confirm_read() => confirmed,
+            why = self.quorum.lost() => Err(ApiError::NoQuorum(why)),
+        }
+    }
+
+    /// openraft confirms a read with one round of heartbeats on fresh
+    /// connections, each given one heartbeat interval: on a loaded machine
+    /// a round can miss while replication keeps the quorum acknowledging
+    /// this leader. So a missed round is tried again, for up to
+    /// [`READ_CONFIRM_MAX`]; a quorum really gone ends it sooner (see
+    /// [`read_barrier`](Self::read_barrier)).
+    async fn confirm_read(&self) -> Result<(), ApiError> {
+        let mut acked = 1;
+        let rounds = async {
+            loop {
+                match self.raft.ensure_linearizable().await {
+                    Err(RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(short))) => {
+                        acked = short.got.len();
+                        tokio::time::sleep(READ_CONFIRM_PAUSE).await;
+                    }
+                    confirmed => return confirmed,
+                }
+            }
+        };
+        let confirmed = match tokio::time::timeout(READ_CONFIRM_MAX, rounds).await {
+            Ok(confirmed) => confirmed,
+            Err(_) => return Err(ApiError::NoQuorum(self.quorum.unconfirmed(acked))),
+        };
+        confirmed.map(|_| ()).map_err(|error| match error {
+            RaftError::APIError(CheckIsLeaderError::ForwardToLeader(forward)) => {
+                ProposeError::from(forward).into()
+            }
+            RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(short)) => {
+                ApiError::NoQuorum(self.quorum.unconfirmed(short.got.len()))
+            }
+            RaftError::Fatal(fatal) => {
+                ApiError::Unavailable(format!("the replicated log stopped: {fatal}"))
+            }
+        })
     }
 }
+
+/// How long a read keeps asking openraft to confirm this leader while
+/// rounds miss: the leader lease, after which a real loss shows anyway.
+const READ_CONFIRM_MAX: std::time::Duration = LEADER_LEASE;
+/// The pause between two confirmation rounds (half a heartbeat interval).
+const READ_CONFIRM_PAUSE: std::time::Duration =
+    std::time::Duration::from_millis(HEARTBEAT_INTERVAL_MS / 2);
 
 /// Rejects a request larger than [`limits::REQUEST_BYTES_MAX`].
 pub fn check_request_size(message: &impl prost::Message) -> Result<(), ApiError> {

@@ -1,5 +1,5 @@
-// Leasehold's live page: polls /api/locks and /api/events every second and
-// renders them; between polls the lease countdowns (and hold times) move on
+// Leasehold's live page: polls /api/locks, /api/events and /api/cluster
+// every second and renders them; between polls the lease countdowns (and hold times) move on
 // the browser's own monotonic clock. Lock names, owners and details are user
 // input: they reach the DOM only through textContent, never as HTML.
 "use strict";
@@ -137,6 +137,37 @@ function renderLocks(reply) {
   document.getElementById("status").textContent = parts.join(" · ");
 }
 
+function contactText(member) {
+  if (member.reachable === null || member.reachable === undefined) return "";
+  if (member.last_contact_ms === null || member.last_contact_ms === undefined) return "never";
+  return `${(member.last_contact_ms / 1000).toFixed(1)} s ago`;
+}
+
+function memberRow(member) {
+  const tr = document.createElement("tr");
+  tr.dataset.member = String(member.id);
+  const known = member.reachable !== null && member.reachable !== undefined;
+  tr.dataset.reachable = known ? String(member.reachable) : "unknown";
+  if (known && !member.reachable) tr.className = "unreachable";
+  tr.appendChild(cell("member", String(member.id)));
+  tr.appendChild(cell("addr", member.addr));
+  tr.appendChild(cell("role", member.voter ? member.role : `${member.role} (non-voting)`));
+  tr.appendChild(cell("reachable", known ? (member.reachable ? "yes" : "no") : "(no view)"));
+  tr.appendChild(cell("contact", contactText(member)));
+  return tr;
+}
+
+function renderCluster(reply) {
+  const quorum = document.getElementById("quorum");
+  quorum.dataset.quorum = String(reply.quorum);
+  quorum.className = reply.quorum ? "ok" : "bad";
+  const state = reply.state === "Leader" && !reply.quorum ? "Leader (NO QUORUM)" : reply.state;
+  quorum.textContent = reply.quorum
+    ? `node ${reply.node_id}: ${state}, term ${reply.term}, quorum ok`
+    : `node ${reply.node_id}: ${state}, term ${reply.term}: ${reply.quorum_problem}`;
+  document.getElementById("member-rows").replaceChildren(...reply.members.map(memberRow));
+}
+
 function eventRow(event) {
   const tr = document.createElement("tr");
   tr.className = "event";
@@ -181,12 +212,14 @@ function tick() {
 async function refresh() {
   try {
     const query = prefix ? `prefix=${encodeURIComponent(prefix)}` : "";
-    const [locks, events] = await Promise.all([
+    const [locks, events, cluster] = await Promise.all([
       getJson(query ? `/api/locks?${query}` : "/api/locks"),
       getJson(`/api/events?limit=${EVENTS_SHOWN}${query ? "&" + query : ""}`),
+      getJson("/api/cluster"),
     ]);
     renderLocks(locks);
     renderEvents(events);
+    renderCluster(cluster);
     unreachableSince = null;
   } catch (error) {
     if (unreachableSince === null) unreachableSince = Date.now();

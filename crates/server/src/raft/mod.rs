@@ -1,10 +1,14 @@
 //! openraft wiring: the type configuration ([`types`]), node start-up and
 //! cluster formation ([`node`]), and Raft traffic between nodes over gRPC on
 //! the client port: the sending side ([`network`]), the receiving side
-//! ([`transport`]), and their encoding ([`codec`]).
+//! ([`transport`]), and their encoding ([`codec`]). Both sides note when
+//! each member was last heard from ([`contacts`]); with openraft's metrics
+//! that tells whether this node has its quorum ([`quorum`]).
 
 pub mod codec;
+pub mod contacts;
 pub mod network;
 pub mod node;
+pub mod quorum;
 pub mod transport;
 pub mod types;

@@ -12,9 +12,11 @@
 //! made, or a refusal by the peer's cluster id, is `Unreachable` (openraft
 //! backs off), a call that fails or times out is a `Network` error (retried
 //! at the next heartbeat), and an error the peer's Raft returned is a
-//! `RemoteError`.
+//! `RemoteError`. Every reply (an error from the peer's Raft too) counts as
+//! contact with the peer ([`Contacts`]), dated when its request was sent.
 
 use super::codec::{decode, encode};
+use super::contacts::Contacts;
 use super::transport::RAFT_MESSAGE_BYTES_MAX;
 use super::types::TypeConfig;
 use crate::identity::Identity;
@@ -49,6 +51,8 @@ pub struct Network {
     /// This node's cluster identity: sent with every request, told of every
     /// peer that answers, and of every refusal.
     pub identity: Arc<Identity>,
+    /// Where each peer's replies are noted.
+    pub contacts: Arc<Contacts>,
 }
 
 /// A client to one peer.
@@ -59,6 +63,8 @@ pub struct PeerClient {
     /// `None` if the address does not parse (every call is then Unreachable).
     client: Option<RaftTransportClient<Channel>>,
     identity: Arc<Identity>,
+    /// Where its replies are noted.
+    contacts: Arc<Contacts>,
 }
 
 /// The URL of a peer known by `addr` (`HOST:PORT`, or already a URL).
@@ -126,6 +132,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             addr: node.addr.clone(),
             client,
             identity: self.identity.clone(),
+            contacts: self.contacts.clone(),
         }
     }
 }
@@ -183,6 +190,7 @@ impl PeerClient {
             cluster_id: self.identity.cluster_id_text(),
             node_id: self.identity.node_id(),
         };
+        let asked_at = self.contacts.now();
         let sent = tokio::time::timeout(option.hard_ttl(), send(client, payload)).await;
         let reply = match sent {
             Err(_) => {
@@ -197,6 +205,7 @@ impl PeerClient {
         };
         // Its Raft handled the message: it holds a vote or a log now.
         self.identity.saw(self.target);
+        self.contacts.answered(self.target, asked_at);
         let decoded: Result<Resp, E> = decode(&reply.data)
             .map_err(|e| CallError::Network(io(std::io::ErrorKind::InvalidData, e.to_string())))?;
         decoded.map_err(CallError::Remote)

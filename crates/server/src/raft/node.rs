@@ -23,19 +23,38 @@ use crate::ServeError;
 use openraft::{BasicNode, Config, SnapshotPolicy};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Log entries between snapshots: bounds the log and the replay at restart.
 pub const SNAPSHOT_EVERY_ENTRIES: u64 = 20_000;
 /// Log entries kept behind a snapshot, for slow followers.
 pub const LOG_KEPT_BEHIND_SNAPSHOT: u64 = 2_000;
 
+/// How often the leader sends heartbeats, ms.
+pub const HEARTBEAT_INTERVAL_MS: u64 = 100;
+/// A follower that stops hearing from its leader campaigns after a random
+/// election timeout between these, ms.
+pub const ELECTION_TIMEOUT_MIN_MS: u64 = 500;
+/// See [`ELECTION_TIMEOUT_MIN_MS`].
+pub const ELECTION_TIMEOUT_MAX_MS: u64 = 1_000;
+
+/// How long a leader's leadership holds after a quorum last acknowledged
+/// it. openraft gives followers the same lease (a follower that heard from
+/// its leader refuses other candidates for `election_timeout_max`), so past
+/// it the followers may have elected a new leader: a leader whose last
+/// quorum acknowledgement is older is *without quorum* (not ready; refuses
+/// writes and linearizable reads), and a member not heard from for longer
+/// counts as unreachable. Ten heartbeats: a few lost ones do not trip it.
+pub const LEADER_LEASE: Duration = Duration::from_millis(ELECTION_TIMEOUT_MAX_MS);
+const _: () = assert!(ELECTION_TIMEOUT_MAX_MS >= 5 * HEARTBEAT_INTERVAL_MS);
+
 /// The openraft configuration, validated.
 pub fn raft_config(snapshot_every_entries: u64) -> Result<Arc<Config>, ServeError> {
     let config = Config {
         cluster_name: "leasehold".into(),
-        heartbeat_interval: 100,
-        election_timeout_min: 500,
-        election_timeout_max: 1_000,
+        heartbeat_interval: HEARTBEAT_INTERVAL_MS,
+        election_timeout_min: ELECTION_TIMEOUT_MIN_MS,
+        election_timeout_max: ELECTION_TIMEOUT_MAX_MS,
         snapshot_policy: SnapshotPolicy::LogsSinceLast(snapshot_every_entries),
         // Entries per AppendEntries: each is a batch of up to 4,096
         // commands, so keep one message well under RAFT_MESSAGE_BYTES_MAX.

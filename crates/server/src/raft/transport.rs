@@ -2,11 +2,14 @@
 //! service, served on the same port as the client API. Each call first has
 //! its sender's cluster id judged ([`Identity::admit`]: another cluster's
 //! message is refused with FAILED_PRECONDITION before Raft sees it), then
-//! decodes an openraft request, hands it to this node's Raft, and encodes
-//! the `Result`. `Identify` tells a node about to form a cluster who
+//! decodes an openraft request, notes contact with its sender (the node its
+//! vote names: the leader of an AppendEntries or InstallSnapshot, the
+//! candidate of a Vote; see [`Contacts`]), hands it to this node's Raft, and
+//! encodes the `Result`. `Identify` tells a node about to form a cluster who
 //! answers here (see [`crate::identity`]).
 
 use super::codec::{decode, encode};
+use super::contacts::Contacts;
 use super::types::{Raft, TypeConfig};
 use crate::identity::{Identity, MessageKind};
 use leasehold_proto::v1::raft_transport_server::RaftTransport;
@@ -26,12 +29,19 @@ pub struct RaftTransportApi {
     raft: Raft,
     /// Judges each message's cluster id; answers `Identify`.
     identity: Arc<Identity>,
+    /// Where each sender's messages are noted.
+    contacts: Arc<Contacts>,
 }
 
 impl RaftTransportApi {
-    /// The service over `raft`, for the node `identity` describes.
-    pub fn new(raft: Raft, identity: Arc<Identity>) -> RaftTransportApi {
-        RaftTransportApi { raft, identity }
+    /// The service over `raft`, for the node `identity` describes, noting
+    /// senders in `contacts`.
+    pub fn new(raft: Raft, identity: Arc<Identity>, contacts: Arc<Contacts>) -> RaftTransportApi {
+        RaftTransportApi {
+            raft,
+            identity,
+            contacts,
+        }
     }
 
     /// Admits (see [`Identity::admit`]) and decodes one request.
@@ -45,6 +55,13 @@ impl RaftTransportApi {
             .admit(payload.node_id, &payload.cluster_id, kind)
             .await?;
         decode(&payload.data).map_err(undecodable)
+    }
+
+    /// Notes contact with the node that `vote` names.
+    fn heard(&self, vote: &Vote<u64>) {
+        if let Some(sender) = vote.leader_id().voted_for() {
+            self.contacts.heard(sender);
+        }
     }
 }
 
@@ -71,11 +88,13 @@ impl RaftTransport for RaftTransportApi {
     ) -> Result<Response<RaftPayload>, Status> {
         let rpc: AppendEntriesRequest<TypeConfig> =
             self.receive(request, MessageKind::AppendEntries).await?;
+        self.heard(&rpc.vote);
         reply(&self.raft.append_entries(rpc).await)
     }
 
     async fn vote(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
         let rpc: VoteRequest<u64> = self.receive(request, MessageKind::Vote).await?;
+        self.heard(&rpc.vote);
         reply(&self.raft.vote(rpc).await)
     }
 
@@ -85,6 +104,7 @@ impl RaftTransport for RaftTransportApi {
     ) -> Result<Response<RaftPayload>, Status> {
         let rpc: InstallSnapshotRequest<TypeConfig> =
             self.receive(request, MessageKind::InstallSnapshot).await?;
+        self.heard(&rpc.vote);
         reply(&self.raft.install_snapshot(rpc).await)
     }
 

@@ -6,6 +6,8 @@ mod membership;
 mod probe;
 mod status;
 
+pub(crate) use status::View;
+
 use super::Node;
 use leasehold_proto::v1::cluster_server::Cluster;
 use leasehold_proto::v1::{

@@ -1,9 +1,13 @@
 //! `Status`: the answering node's view of the cluster, and the member list
 //! that membership replies share with it. On the leader every member also
 //! carries replication progress (matched index and lag), which is how an
-//! operator sees a new node catch up before it is made a voter.
+//! operator sees a new node catch up before it is made a voter. Every
+//! member carries whether the answering node reaches it and when it last
+//! heard from it, and the reply says whether the node has its quorum
+//! (see [`crate::raft::quorum`]).
 
 use crate::api::Node;
+use crate::raft::quorum::QuorumReport;
 use leasehold_proto::v1::{Member, StatusResponse};
 use openraft::{BasicNode, LogId, Membership, ServerState};
 use std::collections::BTreeMap;
@@ -29,12 +33,16 @@ pub struct View {
     pub snapshot_index: u64,
     pub purged_index: u64,
     pub members: Vec<Member>,
+    /// The quorum assessment the member contacts come from.
+    pub quorum: QuorumReport,
 }
 
 impl View {
     /// This node's view now, listing `membership` if given (a membership
     /// just committed) or else the one in the metrics.
     pub fn read(node: &Node, membership: Option<&Membership<u64, BasicNode>>) -> View {
+        // Before borrowing the metrics: the report borrows them too.
+        let quorum = node.quorum.report();
         let metrics = node.raft.metrics();
         let m = metrics.borrow();
         let last_log_index = m.last_log_index.unwrap_or(0);
@@ -44,6 +52,8 @@ impl View {
         let leader = m
             .current_leader
             .filter(|id| *id != m.id || m.state == ServerState::Leader);
+        let mut members = members(membership, leader, m.replication.as_ref(), last_log_index);
+        with_contacts(&mut members, &quorum);
         View {
             leader,
             term: m.current_term,
@@ -52,7 +62,8 @@ impl View {
             applied_index: index(m.last_applied),
             snapshot_index: index(m.snapshot),
             purged_index: index(m.purged),
-            members: members(membership, leader, m.replication.as_ref(), last_log_index),
+            members,
+            quorum,
         }
     }
 }
@@ -90,9 +101,22 @@ pub fn members(
                 role: role.into(),
                 matched_index: matched.unwrap_or(0),
                 lag: matched.map_or(0, |matched| last_log_index.saturating_sub(matched)),
+                reachable: None,
+                last_contact_ms: None,
             }
         })
         .collect()
+}
+
+/// Fills in each member's reachability and last contact from `quorum`
+/// (left absent for a member it does not list, e.g. one just added).
+fn with_contacts(members: &mut [Member], quorum: &QuorumReport) {
+    for member in members {
+        if let Some(contact) = quorum.contacts.get(&member.id) {
+            member.reachable = contact.reachable;
+            member.last_contact_ms = contact.last_contact.map(|age| age.as_millis() as u64);
+        }
+    }
 }
 
 /// Builds the `Status` reply.
@@ -130,6 +154,8 @@ pub async fn status(node: &Node) -> StatusResponse {
         snapshot_index: view.snapshot_index,
         purged_index: view.purged_index,
         cluster_id: node.identity.cluster_id_text(),
+        quorum: view.quorum.quorum(),
+        quorum_problem: view.quorum.problem(),
     }
 }
 
