@@ -16,6 +16,7 @@
 use leasehold_core::limits::ENDED_HOLDS_REMEMBERED;
 use leasehold_core::{LeaseId, LockName, Token};
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// One ended hold, as keep-alive replies report it.
@@ -35,6 +36,9 @@ pub struct EndedHold {
 #[derive(Debug, Default)]
 pub struct EndedHolds {
     by_lease: Mutex<HashMap<LeaseId, VecDeque<EndedHold>>>,
+    /// How many leases have entries: every keep-alive asks, and almost
+    /// always nobody has any, so that answer must not take the lock.
+    leases: AtomicUsize,
 }
 
 impl EndedHolds {
@@ -42,6 +46,9 @@ impl EndedHolds {
     pub fn record(&self, lease: LeaseId, ended: EndedHold) {
         let mut by_lease = self.by_lease.lock().expect("ended holds poisoned");
         let recent = by_lease.entry(lease).or_default();
+        if recent.is_empty() {
+            self.leases.fetch_add(1, Ordering::Release);
+        }
         if recent.len() == ENDED_HOLDS_REMEMBERED {
             recent.pop_front();
         }
@@ -50,6 +57,9 @@ impl EndedHolds {
 
     /// The remembered ends of `lease`'s holds, oldest first.
     pub fn of(&self, lease: LeaseId) -> Vec<EndedHold> {
+        if self.leases.load(Ordering::Acquire) == 0 {
+            return Vec::new();
+        }
         let by_lease = self.by_lease.lock().expect("ended holds poisoned");
         by_lease
             .get(&lease)
@@ -58,15 +68,20 @@ impl EndedHolds {
 
     /// `lease` ended: its holder has nothing left to hear about.
     pub fn lease_ended(&self, lease: LeaseId) {
-        self.by_lease
-            .lock()
-            .expect("ended holds poisoned")
-            .remove(&lease);
+        if self.leases.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let mut by_lease = self.by_lease.lock().expect("ended holds poisoned");
+        if by_lease.remove(&lease).is_some() {
+            self.leases.fetch_sub(1, Ordering::Release);
+        }
     }
 
     /// Forgets everything (the state was replaced by a snapshot).
     pub fn clear(&self) {
-        self.by_lease.lock().expect("ended holds poisoned").clear();
+        let mut by_lease = self.by_lease.lock().expect("ended holds poisoned");
+        by_lease.clear();
+        self.leases.store(0, Ordering::Release);
     }
 }
 
