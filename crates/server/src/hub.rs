@@ -146,35 +146,7 @@ impl ApplyHub {
                 event.detail = error.to_string();
                 self.events.record(event);
             }
-            Effect::FencedPutRefused {
-                key,
-                lock,
-                lease,
-                presented,
-                highest,
-                highest_lock,
-                error,
-            } => {
-                let lease = lease.unwrap_or(LeaseId(0));
-                let owner = if lease.0 == 0 {
-                    ""
-                } else {
-                    Self::owner(state, lease)
-                };
-                let highest_token = highest.map_or(0, |t| t.0);
-                let highest_lock = highest_lock.as_ref().map_or("", |l| l.as_str());
-                let reason = variant_label(error);
-                metrics::counter!("leasehold_fenced_put_refusals_total", "reason" => reason)
-                    .increment(1);
-                tracing::warn!(key = %key, lock = %lock, lease = lease.0, owner, token = presented.0, highest_token, highest_lock, error = %error, "fenced put refused");
-                let mut event = event(at, EventKind::FencedPutRefused, lock, lease, owner);
-                event.token = presented.0;
-                event.key = key.to_string();
-                event.highest_token = highest_token;
-                event.highest_lock = highest_lock.to_owned();
-                event.detail = error.to_string();
-                self.events.record(event);
-            }
+            Effect::FencedPutRefused { .. } => self.fenced_put_refused(state, at, effect),
             Effect::LockDelayStarted {
                 name,
                 token,
@@ -185,6 +157,42 @@ impl ApplyHub {
                     .update(|table, now| table.delay_started(name.clone(), *token, delay, now));
             }
         }
+    }
+
+    /// A refused fenced put: counted by reason, logged at warn and kept as
+    /// an event with the key, the writer and the key's highest token, so a
+    /// stale writer leaves a trace (seed 000: "find stale writes").
+    fn fenced_put_refused(&self, state: &State, at: At, effect: &Effect) {
+        let Effect::FencedPutRefused {
+            key,
+            lock,
+            lease,
+            presented,
+            highest,
+            highest_lock,
+            error,
+        } = effect
+        else {
+            return;
+        };
+        let lease = lease.unwrap_or(LeaseId(0));
+        let owner = if lease.0 == 0 {
+            ""
+        } else {
+            Self::owner(state, lease)
+        };
+        let highest_token = highest.map_or(0, |t| t.0);
+        let highest_lock = highest_lock.as_ref().map_or("", |l| l.as_str());
+        let reason = variant_label(error);
+        metrics::counter!("leasehold_fenced_put_refusals_total", "reason" => reason).increment(1);
+        tracing::warn!(key = %key, lock = %lock, lease = lease.0, owner, token = presented.0, highest_token, highest_lock, error = %error, "fenced put refused");
+        let mut event = event(at, EventKind::FencedPutRefused, lock, lease, owner);
+        event.token = presented.0;
+        event.key = key.to_string();
+        event.highest_token = highest_token;
+        event.highest_lock = highest_lock.to_owned();
+        event.detail = error.to_string();
+        self.events.record(event);
     }
 
     /// Re-arms the lease timer. A renewal of a lease the table already
