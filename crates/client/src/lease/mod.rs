@@ -1,8 +1,10 @@
 //! Leases: [`Lease`] (the handle), [`LeaseBuilder`] (`client.lease(ttl)…grant()`),
-//! and the parts behind them: [`timing`] (validated ttl, interval, margin),
-//! [`validity`] (the deadline arithmetic), `state` (what handle, guards and
-//! keeper share), `keeper` (the renewal task), `reconcile` (releasing
-//! orphans after a reconnect).
+//! [`KeepAliveBuilder`] (`client.keep_alive(id)…start()`, renewing a lease
+//! granted elsewhere), and the parts behind them: [`timing`] (validated ttl,
+//! interval, margin), [`validity`] (the deadline arithmetic), `state` (what
+//! handle, guards and keeper share), `hold` (one held lock's loss and claim
+//! on renewal), `keeper` (the renewal task, which also ends holds the server
+//! took away), `reconcile` (releasing orphans after a reconnect).
 
 mod attach;
 mod hold;
