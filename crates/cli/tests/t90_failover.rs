@@ -1,4 +1,4 @@
-//! Leader failover in a three-node cluster (DESIGN.md §2.1, §2.2, §2.5, §6).
+//! Leader failover in a three-node cluster (docs/DESIGN.md §2.1, §2.2, §2.5, §6).
 //!
 //! - **Leader killed under load**: four `leasehold-client` workers in this
 //!   process acquire, write to a fenced resource and release two locks in a
@@ -297,7 +297,7 @@ fn t90_crashed_holder_is_replaced_across_a_failover() {
 
     phase("SIGKILL the leader at half the holder's ttl");
     kill_and_time_election(&mut cluster, old, old_term);
-    // DESIGN.md §2.5: free within ttl + 2 × election timeout.
+    // docs/DESIGN.md §2.5: free within ttl + 2 × election timeout.
     let bound = TTL + 2 * ELECTION_TIMEOUT_MAX + SLACK;
     let left =
         (started + bound + CLIENT_BACKOFF_MAX + SLACK).saturating_duration_since(Instant::now());

@@ -1,4 +1,4 @@
-//! A minority partition (DESIGN.md §2.3, §2.4): the leader of a
+//! A minority partition (docs/DESIGN.md §2.3, §2.4): the leader of a
 //! three-node cluster is cut off from the other two. The isolated old
 //! leader must not grant (an acquire sent to it alone fails), must not
 //! renew (a keep-alive sent to it alone fails), and must expire nothing (a

@@ -1,6 +1,6 @@
 //! Retried mutations (same request id) return their first outcome over the
 //! wire: a grant whose reply was lost is never orphaned, and a retried
-//! acquire, release or revoke does not act twice (DESIGN.md guarantee 8).
+//! acquire, release or revoke does not act twice (docs/DESIGN.md guarantee 8).
 
 mod common;
 

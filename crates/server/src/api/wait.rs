@@ -3,7 +3,7 @@
 //! deadline proposes `CancelWait` — whose outcome, ordered in the log, says
 //! whether the grant won the race. If the caller goes away (the RPC is
 //! dropped), the guard proposes `CancelWait` so the queue never keeps a
-//! waiter nobody listens to (DESIGN.md guarantee 9).
+//! waiter nobody listens to (docs/DESIGN.md guarantee 9).
 
 use super::{ApiError, Node};
 use crate::waiters::WaitResult;

@@ -1,7 +1,7 @@
 //! The leader's timer layer: lease expiry, end of lock delay, end of
 //! max-hold. Deadlines are kept on every node from applied effects, on the
 //! node's monotonic [`Clock`]; only the leader proposes the resulting
-//! commands, and only through the replicated log (DESIGN.md guarantee 3).
+//! commands, and only through the replicated log (docs/DESIGN.md guarantee 3).
 
 mod table;
 mod task;

@@ -1,7 +1,7 @@
 //! The deadlines the leader enforces: lease expiry, end of lock delay, end of
 //! max-hold. Every node keeps this table up to date from applied effects (so
 //! a new leader knows, on its own monotonic clock, when it applied each
-//! lease's latest renewal: DESIGN.md guarantee 5); only the leader acts on it.
+//! lease's latest renewal: docs/DESIGN.md guarantee 5); only the leader acts on it.
 //!
 //! Pure bookkeeping: every method takes `now` as an argument.
 
