@@ -137,7 +137,7 @@ impl ApplyHub {
                 error,
             } => {
                 let owner = Self::owner(state, *lease);
-                let reason = variant_label(error);
+                let reason = error.reason().label();
                 metrics::counter!("leasehold_release_failures_total", "reason" => reason)
                     .increment(1);
                 tracing::info!(lock = %name, lease = lease.0, owner, token = token.0, error = %error, "release failed");
@@ -183,7 +183,7 @@ impl ApplyHub {
         };
         let highest_token = highest.map_or(0, |t| t.0);
         let highest_lock = highest_lock.as_ref().map_or("", |l| l.as_str());
-        let reason = variant_label(error);
+        let reason = error.reason().label();
         metrics::counter!("leasehold_fenced_put_refusals_total", "reason" => reason).increment(1);
         tracing::warn!(key = %key, lock = %lock, lease = lease.0, owner, token = presented.0, highest_token, highest_lock, error = %error, "fenced put refused");
         let mut event = event(at, EventKind::FencedPutRefused, lock, lease, owner);
@@ -360,7 +360,7 @@ impl ApplyHub {
             }
             Ok(_) => {}
             Err(error) => {
-                let reason = variant_label(error);
+                let reason = error.reason().label();
                 metrics::counter!("leasehold_command_failures_total", "reason" => reason)
                     .increment(1);
             }
@@ -403,16 +403,6 @@ fn force_detail(state: &State, lease: LeaseId) -> String {
 /// change here; the label set stays the enum's.
 fn free_cause_label(cause: FreeCause) -> String {
     snake_case(&format!("{cause:?}"))
-}
-
-/// The variant name of an error enum value, snake-cased: bounded by the
-/// number of variants, unlike the message (which names locks and leases).
-fn variant_label(value: &impl std::fmt::Debug) -> String {
-    let debug = format!("{value:?}");
-    let end = debug
-        .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
-        .unwrap_or(debug.len());
-    snake_case(&debug[..end])
 }
 
 fn snake_case(camel: &str) -> String {
@@ -487,6 +477,6 @@ mod tests {
         );
         assert_eq!(free_cause_label(FreeCause::Released), "released");
         let error = LockError::LeaseNotFound { lease: LeaseId(9) };
-        assert_eq!(variant_label(&error), "lease_not_found");
+        assert_eq!(error.reason().label(), "lease_not_found");
     }
 }

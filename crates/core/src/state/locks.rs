@@ -63,8 +63,7 @@ impl State {
         let in_use = row.holds.len() + row.waits.len();
         if in_use >= limits::LOCKS_PER_LEASE_MAX {
             return Err(LockError::exhausted(
-                "LOCKS_PER_LEASE_MAX",
-                limits::LOCKS_PER_LEASE_MAX,
+                limits::Limit::LocksPerLeaseMax,
                 format!("lease {} holds or waits for {in_use} locks", a.lease),
             ));
         }
@@ -74,8 +73,7 @@ impl State {
         let waiting = lock.map_or(0, |l| l.waiters.len());
         if waiting >= limits::WAITERS_PER_LOCK_MAX {
             return Err(LockError::exhausted(
-                "WAITERS_PER_LOCK_MAX",
-                limits::WAITERS_PER_LOCK_MAX,
+                limits::Limit::WaitersPerLockMax,
                 format!("{waiting} waiters are queued on {}", a.name),
             ));
         }

@@ -34,7 +34,7 @@ use crate::raft::types::Raft;
 use crate::storage::SharedState;
 use crate::timers::Timers;
 use crate::waiters::Waiters;
-use leasehold_core::{limits, Applied, Command, Outcome, Revision};
+use leasehold_core::{limits, Applied, Command, LockError, Outcome, Revision};
 use leasehold_proto::v1::ResponseHeader;
 use openraft::error::{CheckIsLeaderError, RaftError};
 use std::sync::Arc;
@@ -141,13 +141,14 @@ const READ_CONFIRM_PAUSE: std::time::Duration =
 pub fn check_request_size(message: &impl prost::Message) -> Result<(), ApiError> {
     let size = message.encoded_len();
     if size > limits::REQUEST_BYTES_MAX {
-        return Err(ApiError::invalid(
+        return Err(ApiError::Core(LockError::over_limit(
             "request",
+            limits::Limit::RequestBytesMax,
             format!(
                 "is {size} bytes; the limit REQUEST_BYTES_MAX is {}",
                 limits::REQUEST_BYTES_MAX
             ),
-        ));
+        )));
     }
     Ok(())
 }
