@@ -2,19 +2,18 @@
 //! WaitTimeout; a waiter whose caller goes away leaves the queue too, so the
 //! next waiter is granted instead of a ghost.
 
-mod common;
-
-use common::{acquire, acquire_now, eventually, grant, lock_info, reason, release, TestServer};
+use leasehold_testkit::grpc::{acquire, acquire_now, grant, reason, release};
+use leasehold_testkit::{eventually, TestServer};
 use std::time::Duration;
 
 /// Waits (bounded) until the queue of `name` holds exactly `expected`.
 async fn await_waiters(server: &TestServer, name: &str, expected: &[u64]) {
     let what = format!("the waiters of {name} are {expected:?}");
     eventually(&what, Duration::from_secs(5), || async {
-        let waiters = lock_info(server, name).await.waiters;
+        let waiters = server.lock(name).await.waiters;
         waiters.iter().map(|w| w.lease).collect::<Vec<_>>() == expected
     })
-    .await
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

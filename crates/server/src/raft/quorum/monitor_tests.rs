@@ -40,12 +40,9 @@ fn start(
     (clock, publish, monitor)
 }
 
+/// The testkit's bounded poll, with the monitor's notice bound.
 async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + NOTICE_MAX;
-    while !check() {
-        assert!(tokio::time::Instant::now() < deadline, "{what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    leasehold_testkit::eventually(what, NOTICE_MAX, async || check()).await;
 }
 
 #[tokio::test]
