@@ -4,10 +4,8 @@
 //! force release of its own yet, so the calls go through the raw
 //! `leasehold-proto` stubs and their statuses through `Error::from`.
 
-mod common;
-
-use common::TestServer;
 use leasehold_client::{Error, Reason, Token};
+use leasehold_testkit::TestServer;
 use leasehold_proto::v1::fenced_store_client::FencedStoreClient;
 use leasehold_proto::v1::{FencedPutRequest, ForceReleaseRequest};
 use std::time::Duration;
