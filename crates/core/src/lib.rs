@@ -12,7 +12,8 @@
 //! produced), [`State`] (the tables and `apply`), [`LockName`] (the one way to
 //! build a name), [`FencedKey`] and [`FencedEntry`] (the fenced store, a
 //! key space written only by a lock's current holder), [`limits`] (every
-//! bound, by name), [`LockError`].
+//! bound, by name), [`LockError`], and [`lessor`] (the deadlines the leader
+//! enforces, on monotonic milliseconds the server passes in).
 //!
 //! ```
 //! use leasehold_core::{Command, OwnerInfo, Reply, State};
@@ -32,6 +33,7 @@ mod error;
 mod fenced;
 mod ids;
 mod lease;
+pub mod lessor;
 pub mod limits;
 mod lock;
 mod name;
