@@ -69,10 +69,11 @@ pub async fn serve_on(
         formation: config.formation(),
         cluster_token: config.cluster_token.clone(),
         snapshot_every_entries: config.snapshot_every_entries,
+        timings: config.raft_timings,
         identity: identity.clone(),
     };
     let raft = raft::node::start(start, log_store, state_machine).await?;
-    let quorum = QuorumMonitor::spawn(raft.metrics(), contacts);
+    let quorum = QuorumMonitor::spawn(raft.metrics(), contacts, &config.raft_timings);
     let proposer = Proposer::spawn(raft.clone(), quorum.clone());
     timers::spawn(
         timers.clone(),

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use tonic::transport::Channel;
 
 /// How long past its deadline a wait waits for the leader's `CancelWait`
-/// before proposing one itself (`api::wait::WAKE_GRACE`): a wait that ends sooner than this after its deadline was
+/// before proposing one itself (`api::wait::wake_grace` with the default
+/// timings): a wait that ends sooner than this after its deadline was
 /// ended by the leader's timer.
 const WAKE_GRACE: Duration = Duration::from_secs(3);
 /// Scheduling slack on a loaded machine, well below `WAKE_GRACE`.

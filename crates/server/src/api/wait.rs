@@ -4,13 +4,14 @@
 //! every node from the applied enqueue): when it passes, the leader
 //! proposes `CancelWait`, whose outcome, ordered in the log, says whether
 //! the grant won the race, and its effect wakes this wait with
-//! `WaitTimeout`. Only if that wake does not come within [`WAKE_GRACE`]
+//! `WaitTimeout`. Only if that wake does not come within [`wake_grace`]
 //! after the deadline (no leader, or this node cut off) does the wait
 //! propose `CancelWait` itself. If the caller goes away (the RPC is
 //! dropped), the guard proposes `CancelWait` so the queue never keeps a
 //! waiter nobody listens to (docs/DESIGN.md guarantee 9).
 
 use super::{ApiError, Node};
+use crate::raft::node::RaftTimings;
 use crate::waiters::WaitResult;
 use leasehold_core::{Command, LeaseId, LockError, LockName, Reply, Token, WaitEndCause};
 use std::sync::Arc;
@@ -21,9 +22,12 @@ use tokio::time::Instant;
 /// How long past its deadline a wait still expects the leader's
 /// `CancelWait` to wake it before proposing one itself: as long as a
 /// leader change may take (the followers notice a lost leader after its
-/// lease, 1 s, plus an election timeout, up to 1 s; a split vote costs one
-/// more), so in a working cluster the leader's timer gets there first.
-pub const WAKE_GRACE: Duration = Duration::from_secs(3);
+/// lease plus an election timeout; a split vote costs one more), so in a
+/// working cluster the leader's timer gets there first. 3 s with the
+/// default timings.
+pub fn wake_grace(timings: &RaftTimings) -> Duration {
+    timings.leader_lease + 2 * timings.election_timeout_max
+}
 
 /// A registered wait; cancels itself in the queue when dropped unfinished.
 pub struct QueuedWait {
@@ -70,7 +74,7 @@ impl QueuedWait {
     /// Waits for the grant, or for the lessor's timeout to remove the wait;
     /// returns the token and the time waited.
     pub async fn until_granted(self) -> Result<(Token, u64), ApiError> {
-        let bound = self.deadline + WAKE_GRACE;
+        let bound = self.deadline + wake_grace(self.node.quorum.timings());
         self.until(bound).await
     }
 
@@ -152,5 +156,22 @@ impl Drop for QueuedWait {
         tokio::spawn(async move {
             let _ = node.proposer.propose(command).await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grace_is_one_leader_change() {
+        let defaults = RaftTimings::default();
+        assert_eq!(wake_grace(&defaults), Duration::from_secs(3));
+        let faster = RaftTimings {
+            leader_lease: Duration::from_millis(300),
+            election_timeout_max: Duration::from_millis(400),
+            ..defaults
+        };
+        assert_eq!(wake_grace(&faster), Duration::from_millis(1_100));
     }
 }
