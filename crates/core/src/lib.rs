@@ -13,7 +13,9 @@
 //! build a name), [`FencedKey`] and [`FencedEntry`] (the fenced store, a
 //! key space written only by a lock's current holder), [`limits`] (every
 //! bound, by name, and [`Limit`] naming each as data), [`LockError`] and its
-//! [`Reason`] (the closed set of reasons every layer matches).
+//! [`Reason`] (the closed set of reasons every layer matches), and
+//! [`lessor`] (the deadlines the leader enforces, on monotonic milliseconds
+//! the server passes in).
 //!
 //! ```
 //! use leasehold_core::{Command, OwnerInfo, Reply, State};
@@ -33,6 +35,7 @@ mod error;
 mod fenced;
 mod ids;
 mod lease;
+pub mod lessor;
 pub mod limits;
 mod lock;
 mod name;
