@@ -75,6 +75,7 @@ mod options;
 mod owner;
 mod release;
 mod request_id;
+mod session;
 mod with_lock;
 
 pub use acquire::{LockOptions, LockRequest};
@@ -85,7 +86,7 @@ pub use lease::{KeepAliveBuilder, Lease, LeaseBuilder, Renewed};
 pub use leasehold_core::{LeaseId, Token};
 pub use loss::{LockLost, LossCause};
 pub use name::{IntoLockName, LockName};
-pub use options::ClientOptions;
+pub use options::{ClientOptions, Transport};
 pub use owner::{owner_info, owner_process, OwnerProcess};
 pub use release::ReleaseOutcome;
 pub use request_id::new_request_id;
