@@ -97,12 +97,9 @@ impl Ending {
 /// One open `Lock.Session` stream.
 #[derive(Debug)]
 pub(crate) struct SessionStream {
-    /// Feeds the request half.
-    requests: mpsc::Sender<SessionRequest>,
-    /// The calls waiting for answers, and the ending once there is one.
+    /// The calls waiting for answers, the request half, and the ending.
     calls: Mutex<Calls>,
-    /// Fired at the ending: the reader stops and drops the response half,
-    /// which tells the server to drop what it still works on for us.
+    /// Fired at the ending: the reader stops and drops the response half.
     ended: CancellationToken,
     /// For failing over off the endpoint when the stream fails.
     client: Client,
@@ -113,8 +110,12 @@ pub(crate) struct SessionStream {
     url: String,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Calls {
+    /// Feeds the request half; dropped at the ending, which (with the
+    /// response half dropped) resets the stream, so the server drops what
+    /// it still works on for us — a queued acquire leaves the queue.
+    requests: Option<mpsc::Sender<SessionRequest>>,
     /// The seq of the latest request.
     seq: u64,
     /// Calls waiting for their answers, by seq.
@@ -145,9 +146,14 @@ impl SessionStream {
                 return Err((error, Retry::Failover { leader_addr: None }));
             }
         };
+        let calls = Calls {
+            requests: Some(requests),
+            seq: 0,
+            waiting: HashMap::new(),
+            ending: None,
+        };
         let stream = Arc::new(SessionStream {
-            requests,
-            calls: Mutex::new(Calls::default()),
+            calls: Mutex::new(calls),
             ended: CancellationToken::new(),
             client: client.clone(),
             generation: in_use.generation,
@@ -173,16 +179,17 @@ impl SessionStream {
 
     async fn call(&self, op: Op) -> Result<Answer, (Error, Retry)> {
         let closes_if_left = matches!(op, Op::Acquire(_));
-        let (seq, answer) = {
+        let (seq, answer, requests) = {
             let mut calls = self.calls();
-            if let Some(ending) = &calls.ending {
-                return Err(ending.failure());
-            }
+            let requests = match (&calls.ending, &calls.requests) {
+                (None, Some(requests)) => requests.clone(),
+                (ending, _) => return Err(ending.as_ref().map_or_else(closed, Ending::failure)),
+            };
             calls.seq += 1;
             let seq = calls.seq;
             let (sender, answer) = oneshot::channel();
             calls.waiting.insert(seq, sender);
-            (seq, answer)
+            (seq, answer, requests)
         };
         let mut waiting = Waiting {
             stream: self,
@@ -192,7 +199,8 @@ impl SessionStream {
         };
         let request = SessionRequest { seq, op: Some(op) };
         let exchange = async {
-            self.requests.send(request).await.ok()?;
+            requests.send(request).await.ok()?;
+            drop(requests);
             answer.await.ok()
         };
         // An answer that came before the ending is still taken.
@@ -273,8 +281,9 @@ impl SessionStream {
     fn end(&self, mut calls: MutexGuard<'_, Calls>, ending: Ending) {
         calls.ending = Some(ending);
         let waiting = std::mem::take(&mut calls.waiting);
+        let requests = calls.requests.take();
         drop(calls);
-        drop(waiting);
+        drop((waiting, requests));
         self.ended.cancel();
     }
 
@@ -303,6 +312,15 @@ impl SessionStream {
     fn calls(&self) -> MutexGuard<'_, Calls> {
         self.calls.lock().expect("session calls lock")
     }
+}
+
+/// What a call on a stream whose request half closed unexpectedly returns.
+fn closed() -> (Error, Retry) {
+    let message = "the session stream closed".to_owned();
+    (
+        Error::Unavailable { message },
+        Retry::Failover { leader_addr: None },
+    )
 }
 
 /// The renewal-metrics label of a transient failure.
