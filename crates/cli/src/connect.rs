@@ -3,7 +3,7 @@
 //! that names the leader's address moves there. Every call is bounded by
 //! `--timeout` (plus, for a blocking acquire, its wait), and a call answered
 //! `Unavailable` is retried once with the same request (and so the same
-//! request id: mutations are idempotent, DESIGN.md §2.8).
+//! request id: mutations are idempotent, docs/DESIGN.md §2.8).
 
 use crate::error::{self, CliError};
 use crate::exit::Exit;

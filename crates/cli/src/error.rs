@@ -1,8 +1,11 @@
 //! `CliError`: what a failed command reports, as an exit code (see
 //! [`crate::exit`]) and one sentence for stderr. The one mapping from a
-//! server `Status` (its `ErrorDetail` reason) to an exit code lives here.
+//! server's reason to an exit code lives here ([`exit_for`], exhaustive on
+//! the typed [`Reason`]); a server `Status` and a `leasehold_client::Error`
+//! both go through it.
 
 use crate::exit::Exit;
+use leasehold_core::Reason;
 use leasehold_proto::v1::ErrorDetail;
 
 /// A failed command: how to exit and what to tell the user.
@@ -31,19 +34,15 @@ impl CliError {
     /// Maps a server (or transport) status to an exit code and a sentence.
     pub fn from_status(status: &tonic::Status) -> CliError {
         let detail = detail(status);
-        let reason = reason(status, detail.as_ref());
-        let exit = match reason.as_deref() {
-            Some("InvalidArgument") => Exit::Usage,
-            Some("Busy" | "WaitTimeout") => Exit::Busy,
-            Some(
-                "NotHolder" | "NoSuchLock" | "LeaseNotFound" | "LeaseExpired" | "StaleToken"
-                | "Unfenced",
-            ) => Exit::Ownership,
-            Some("Unavailable" | "NotLeader") => Exit::Unavailable,
-            Some(_) => Exit::Other,
+        let reason = typed_reason(status, detail.as_ref());
+        let exit = match &reason {
+            Some(Ok(reason)) => exit_for(*reason),
+            // A reason newer than this build.
+            Some(Err(_)) => Exit::Other,
             None => exit_for_code(status.code()),
         };
-        CliError::new(exit, message(status, detail.as_ref()))
+        let known = reason.and_then(Result::ok);
+        CliError::new(exit, message(status, known, detail.as_ref()))
     }
 
     /// The server's machine-readable reason, if it sent one.
@@ -56,17 +55,13 @@ impl From<leasehold_client::Error> for CliError {
     /// The client library's errors, on the same exit codes as server statuses.
     fn from(err: leasehold_client::Error) -> CliError {
         use leasehold_client::Error as E;
-        let exit = match &err {
-            E::InvalidArgument { .. } => Exit::Usage,
-            E::Busy { .. } | E::WaitTimeout { .. } => Exit::Busy,
-            E::NotHolder { .. }
-            | E::NoSuchLock { .. }
-            | E::LeaseNotFound { .. }
-            | E::LeaseExpired { .. }
-            | E::AlreadyHeld { .. } => Exit::Ownership,
-            E::Unavailable { .. } | E::Timeout { .. } => Exit::Unavailable,
-            E::Lost(_) => Exit::LockLost,
-            _ => Exit::Other,
+        let exit = match (err.reason(), &err) {
+            (Some(reason), _) => exit_for(reason),
+            // The errors the client finds itself.
+            (None, E::AlreadyHeld { .. }) => Exit::Ownership,
+            (None, E::Timeout { .. }) => Exit::Unavailable,
+            (None, E::Lost(_)) => Exit::LockLost,
+            (None, _) => Exit::Other,
         };
         CliError::new(exit, err.to_string())
     }
@@ -79,7 +74,23 @@ impl From<anyhow::Error> for CliError {
 }
 
 pub use leasehold_proto::status::error_detail as detail;
-use leasehold_proto::status::reason;
+use leasehold_proto::status::{reason, typed_reason};
+
+/// The exit code of each server reason: the one table (see [`crate::exit`]).
+pub fn exit_for(reason: Reason) -> Exit {
+    match reason {
+        Reason::InvalidArgument => Exit::Usage,
+        Reason::Busy | Reason::WaitTimeout => Exit::Busy,
+        Reason::NotHolder
+        | Reason::NoSuchLock
+        | Reason::LeaseNotFound
+        | Reason::LeaseExpired
+        | Reason::StaleToken
+        | Reason::Unfenced => Exit::Ownership,
+        Reason::Unavailable | Reason::NotLeader => Exit::Unavailable,
+        Reason::ResourceExhausted | Reason::Internal => Exit::Other,
+    }
+}
 
 /// Exit code for a status without a Leasehold reason (transport errors,
 /// errors from tonic itself such as an oversize message).
@@ -94,10 +105,10 @@ fn exit_for_code(code: tonic::Code) -> Exit {
     }
 }
 
-/// The server's message, completed with what the detail carries when the
-/// message does not already say it (the holder's token, nearby names, the
-/// limit, the leader).
-fn message(status: &tonic::Status, detail: Option<&ErrorDetail>) -> String {
+/// The server's message, completed with what the detail of its `reason`
+/// carries when the message does not already say it (the holder's token,
+/// nearby names, the limit, the leader).
+fn message(status: &tonic::Status, reason: Option<Reason>, detail: Option<&ErrorDetail>) -> String {
     let mut text = status.message().trim().to_owned();
     if text.is_empty() {
         text = detail.map(|d| d.message.clone()).unwrap_or_default();
@@ -106,9 +117,9 @@ fn message(status: &tonic::Status, detail: Option<&ErrorDetail>) -> String {
         text = format!("the server answered {:?}", status.code());
     }
     let Some(d) = detail else { return text };
-    if d.reason == "NotHolder" || d.reason == "Busy" {
+    if let Some(reason @ (Reason::NotHolder | Reason::Busy)) = reason {
         if d.holder_token == 0 {
-            if d.reason == "NotHolder" && !text.contains("holder") {
+            if reason == Reason::NotHolder && !text.contains("holder") {
                 text.push_str(" (the lock has no holder now)");
             }
         } else if !mentions_number(&text, d.holder_token) {
@@ -118,7 +129,9 @@ fn message(status: &tonic::Status, detail: Option<&ErrorDetail>) -> String {
             ));
         }
     }
-    if d.reason == "StaleToken" && d.highest_token != 0 && !mentions_number(&text, d.highest_token)
+    if reason == Some(Reason::StaleToken)
+        && d.highest_token != 0
+        && !mentions_number(&text, d.highest_token)
     {
         text.push_str(&format!(
             " (the key's highest token is {})",
@@ -140,7 +153,7 @@ fn message(status: &tonic::Status, detail: Option<&ErrorDetail>) -> String {
     if !d.field.is_empty() && !text.contains(&d.field) {
         text.push_str(&format!(" (field {})", d.field));
     }
-    if d.reason == "NotLeader" {
+    if reason == Some(Reason::NotLeader) {
         if d.leader_addr.is_empty() {
             if !text.contains("leader is unknown") {
                 text.push_str("; no leader is known: retry later or pass another --endpoints");
@@ -257,5 +270,27 @@ mod tests {
         assert!(CliError::from_status(&s)
             .message
             .ends_with("(the lock has no holder now)"));
+    }
+
+    /// A status and the client library's error of the same reason end with
+    /// the same code, the one `exit_for` gives.
+    #[test]
+    fn statuses_and_client_errors_share_the_table() {
+        for &reason in Reason::ALL {
+            let detail = ErrorDetail::new(reason, "m");
+            let s = with_detail(tonic::Code::Unknown, &detail);
+            assert_eq!(CliError::from_status(&s).exit, exit_for(reason), "{reason}");
+            let client = leasehold_client::Error::from(s);
+            assert_eq!(CliError::from(client).exit, exit_for(reason), "{reason}");
+        }
+        assert_eq!(exit_for(Reason::Unfenced), Exit::Ownership);
+        assert_eq!(exit_for(Reason::ResourceExhausted), Exit::Other);
+        let newer = status(
+            "QuotaExceeded",
+            ErrorDetail::default(),
+            tonic::Code::Unknown,
+            "x",
+        );
+        assert_eq!(CliError::from_status(&newer).exit, Exit::Other);
     }
 }

@@ -1,7 +1,7 @@
 //! # leasehold
 //!
 //! The `leasehold` command: `serve` runs a node; every other command is a
-//! client of the gRPC API (DESIGN.md §4). This file only parses and
+//! client of the gRPC API (docs/DESIGN.md §4). This file only parses and
 //! dispatches. Layout: [`commands`] (one file per command group),
 //! [`connect`] (endpoints, timeouts, retries), [`error`] (server status →
 //! exit code and message), [`exit`] (every exit code), [`output`] (JSON and

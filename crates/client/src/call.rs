@@ -151,10 +151,14 @@ impl Client {
                 backoff.next_delay()
             };
             if Instant::now() + delay >= give_up_at {
+                // Out of budget, a follower's NotLeader means no leader
+                // could be reached: the service is unavailable to us.
                 return Err(match error {
-                    Error::Unavailable { message } => Error::Unavailable {
-                        message: format!("{what}: {message} (last tried {})", route.url()),
-                    },
+                    Error::Unavailable { message } | Error::NotLeader { message, .. } => {
+                        Error::Unavailable {
+                            message: format!("{what}: {message} (last tried {})", route.url()),
+                        }
+                    }
                     other => other,
                 });
             }

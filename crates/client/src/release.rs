@@ -1,5 +1,5 @@
 //! Release and its typed outcome. A release names (lock, lease, token) and
-//! the server says exactly what happened (DESIGN.md guarantee 7), so the
+//! the server says exactly what happened (docs/DESIGN.md guarantee 7), so the
 //! caller learns whether its critical section really ended under its own
 //! ownership or the lock had already moved on.
 

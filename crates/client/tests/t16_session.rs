@@ -3,10 +3,8 @@
 //! still gets the lock within its wait; `keep_alive_once` renews now and
 //! reports a lease the server no longer knows as lost.
 
-mod common;
-
-use common::{client, eventually, within, Proxy, TestServer};
 use leasehold_client::{Error, LossCause};
+use leasehold_testkit::{client, eventually, within, Proxy, TestServer};
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

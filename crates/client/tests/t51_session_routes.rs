@@ -10,11 +10,9 @@
 //! the recorder is installed before the in-process server tries to install
 //! its own.
 
-mod common;
-
-use common::{eventually, TestServer};
 use leasehold_client::metrics::CALL_ATTEMPTS_TOTAL;
 use leasehold_client::{Client, ClientOptions, Error, Lease, ReleaseOutcome, Transport};
+use leasehold_testkit::{eventually, TestServer};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
