@@ -7,7 +7,6 @@
 //! exit code and message), [`exit`] (every exit code), [`output`] (JSON and
 //! tables), [`duration`] (duration flags), [`owner`] (who holds a lease).
 
-mod bench;
 mod commands;
 mod connect;
 mod diagnosis;
@@ -80,7 +79,7 @@ enum Command {
         cmd: member::MemberCmd,
     },
     /// Measures throughput and latency against a server.
-    Bench(bench::BenchArgs),
+    Bench(leasehold_bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -139,6 +138,6 @@ async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
         Command::Fenced { cmd } => fenced::run(cmd, global).await,
         Command::Status(args) => status::run(args, global).await,
         Command::Member { cmd } => member::run(cmd, global).await,
-        Command::Bench(args) => bench::run(args).await.map_err(CliError::from),
+        Command::Bench(args) => leasehold_bench::run(args).await.map_err(CliError::from),
     }
 }

@@ -12,8 +12,8 @@ use crate::error::Error;
 use crate::guard::LockGuard;
 use crate::lease::{Lease, LeaseState};
 use crate::name::IntoLockName;
+use crate::session::SessionSlot;
 use leasehold_core::{LockName, Token};
-use leasehold_proto::v1::lock_client::LockClient;
 use leasehold_proto::v1::AcquireRequest;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -166,7 +166,7 @@ impl LockRequest {
                 let cause = state.loss().expect("cancelled at the loss");
                 Err(Error::Lost(state.lost_error(Some(&name), cause)))
             }
-            granted = send_acquire(&inner.client, state.id.0, &name, &options) => granted,
+            granted = send_acquire(&inner.client, inner.calls_session(), state.id.0, &name, &options) => granted,
         };
         let token = match outcome {
             Ok(token) => token,
@@ -189,10 +189,12 @@ impl LockRequest {
     }
 }
 
-/// Sends the acquire, retrying transient failures with the same request id
-/// and what is left of the wait.
+/// Sends the acquire (on `session`'s stream while it is open, else unary),
+/// retrying transient failures with the same request id and what is left
+/// of the wait.
 async fn send_acquire(
     client: &crate::Client,
+    session: Option<&SessionSlot>,
     lease: u64,
     name: &LockName,
     options: &LockOptions,
@@ -211,7 +213,7 @@ async fn send_acquire(
     let give_up_at = Instant::now() + wait;
     let started = Instant::now();
     let reply = client
-        .call("Acquire", wait, |channel| {
+        .send(session, wait, || {
             let mut request = request.clone();
             if !wait.is_zero() {
                 // A retry waits only for what is left (at least 1 ms, so it
@@ -219,7 +221,7 @@ async fn send_acquire(
                 let left = give_up_at.saturating_duration_since(Instant::now());
                 request.wait_ms = (left.as_millis() as u64).max(1);
             }
-            async move { LockClient::new(channel).acquire(request).await }
+            request
         })
         .await;
     match reply {

@@ -3,11 +3,13 @@
 //! The async Rust client of Leasehold, built so that the safe way is the
 //! easy way: **loss of renewal is loss of ownership**.
 //!
-//! - A [`Lease`] is renewed in the background over one stream (every ttl/3)
-//!   and counted valid only until `send time of the last acknowledged
-//!   keep-alive + ttl − margin`, on CLOCK_BOOTTIME, which keeps counting
-//!   while the process is paused or the machine sleeps. At that instant, or
-//!   at the first definite renewal failure, the lease is lost for good.
+//! - A [`Lease`] is renewed in the background over one stream (every ttl/3;
+//!   its `Lock.Session` stream, which also carries its acquires and releases
+//!   unless [`Transport::Unary`] is chosen) and counted valid only until
+//!   `send time of the last acknowledged keep-alive + ttl − margin`, on
+//!   CLOCK_BOOTTIME, which keeps counting while the process is paused or
+//!   the machine sleeps. At that instant, or at the first definite renewal
+//!   failure, the lease is lost for good.
 //! - A [`LockGuard`] carries the fencing [`Token`]. Call
 //!   [`fence()`](LockHandle::fence) right before each protected write: it
 //!   answers from the clock *now*, so a process that wakes from a long pause
@@ -76,6 +78,7 @@ mod options;
 mod owner;
 mod release;
 mod request_id;
+mod session;
 mod with_lock;
 
 pub use acquire::{LockOptions, LockRequest};
@@ -86,7 +89,7 @@ pub use lease::{KeepAliveBuilder, Lease, LeaseBuilder, Renewed};
 pub use leasehold_core::{LeaseId, Reason, Token};
 pub use loss::{LockLost, LossCause};
 pub use name::{IntoLockName, LockName};
-pub use options::ClientOptions;
+pub use options::{ClientOptions, Transport};
 pub use owner::{owner_info, owner_process, OwnerProcess};
 pub use release::ReleaseOutcome;
 pub use request_id::new_request_id;

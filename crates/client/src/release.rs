@@ -4,9 +4,9 @@
 //! ownership or the lock had already moved on.
 
 use crate::error::Error;
+use crate::session::SessionSlot;
 use crate::Client;
 use leasehold_core::{LeaseId, LockName, Token};
-use leasehold_proto::v1::lock_client::LockClient;
 use leasehold_proto::v1::ReleaseRequest;
 use std::time::Duration;
 
@@ -38,10 +38,12 @@ impl ReleaseOutcome {
     }
 }
 
-/// Sends one release (with a fresh request id, reused by its retries) and
-/// maps the answer. `Err` only when the service could not be reached.
+/// Sends one release (with a fresh request id, reused by its retries; on
+/// `session`'s stream while it is open, else unary) and maps the answer.
+/// `Err` only when the service could not be reached.
 pub(crate) async fn send_release(
     client: &Client,
+    session: Option<&SessionSlot>,
     lease: LeaseId,
     name: &LockName,
     token: Token,
@@ -53,10 +55,7 @@ pub(crate) async fn send_release(
         request_id: crate::request_id::new_request_id(),
     };
     let sent = client
-        .call("Release", Duration::ZERO, |channel| {
-            let request = request.clone();
-            async move { LockClient::new(channel).release(request).await }
-        })
+        .send(session, Duration::ZERO, || request.clone())
         .await;
     match sent {
         Ok(_) => Ok(ReleaseOutcome::Released),

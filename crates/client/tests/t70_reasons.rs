@@ -5,9 +5,9 @@
 //! `leasehold-proto` stubs and their statuses through `Error::from`.
 
 use leasehold_client::{Error, Reason, Token};
-use leasehold_testkit::TestServer;
 use leasehold_proto::v1::fenced_store_client::FencedStoreClient;
 use leasehold_proto::v1::{FencedPutRequest, ForceReleaseRequest};
+use leasehold_testkit::TestServer;
 use std::time::Duration;
 
 fn put(lock: &str, token: Token, key: &str) -> FencedPutRequest {

@@ -176,6 +176,12 @@ impl TestServer {
         info.unwrap_or_else(|| panic!("lock {name} does not exist"))
     }
 
+    /// Whether `lease` waits in the queue of `name`.
+    pub async fn is_waiting(&self, name: &str, lease: u64) -> bool {
+        let info = self.lock_info(name).await;
+        info.is_some_and(|info| info.waiters.iter().any(|w| w.lease == lease))
+    }
+
     /// `(lease, token)` of the holder of `name`, if it is held.
     pub async fn holder(&self, name: &str) -> Option<(u64, u64)> {
         let info = self.lock_info(name).await?;
