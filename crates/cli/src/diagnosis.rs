@@ -318,7 +318,7 @@ fn past_work(lock: &LockInfo, limits: &Thresholds) -> Found {
     let p99 = lock.prefix_hold_p99_ms;
     let usual = format!(
         "holds under {:?} usually end within {} (p99 of the last {})",
-        leasehold_server::hold_stats::prefix_of(&lock.name),
+        leasehold_core::LockName::prefix_of(&lock.name),
         duration::approx(p99),
         lock.prefix_holds
     );
