@@ -1,8 +1,8 @@
 //! One unary call with the client's retry rules: each attempt is bounded by
 //! the call timeout; a transient failure (unreachable endpoint, no leader,
 //! no answer) moves to another endpoint and retries after a jittered
-//! backoff, until the retry budget is spent; a definite error returns at
-//! once. The caller builds the same request for every attempt (same request
+//! backoff, until the retry budget (or the retry count, if capped) is
+//! spent; a definite error returns at once. The caller builds the same request for every attempt (same request
 //! id), so a retry after a lost reply is answered with the first outcome.
 
 use crate::endpoints::Moved;
@@ -30,6 +30,7 @@ impl Client {
         let give_up_at = Instant::now() + options.retry_budget + extra;
         let bound = options.call_timeout + extra;
         let mut backoff = self.backoff();
+        let mut retries = 0u32;
         loop {
             let in_use = self.endpoints().in_use();
             let (error, leader_addr) =
@@ -50,7 +51,8 @@ impl Client {
             } else {
                 backoff.next_delay()
             };
-            if Instant::now() + delay >= give_up_at {
+            let spent = options.retries_max.is_some_and(|max| retries >= max);
+            if spent || Instant::now() + delay >= give_up_at {
                 return Err(match error {
                     Error::Unavailable { message } => Error::Unavailable {
                         message: format!("{what}: {message} (last tried {})", in_use.url),
@@ -59,6 +61,7 @@ impl Client {
                 });
             }
             tokio::time::sleep(delay).await;
+            retries += 1;
         }
     }
 }

@@ -6,9 +6,6 @@
 use crate::error::Error;
 use crate::Client;
 use leasehold_core::{LeaseId, LockName, Token};
-use leasehold_proto::v1::lock_client::LockClient;
-use leasehold_proto::v1::ReleaseRequest;
-use std::time::Duration;
 
 /// What a release found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,27 +35,15 @@ impl ReleaseOutcome {
     }
 }
 
-/// Sends one release (with a fresh request id, reused by its retries) and
-/// maps the answer. `Err` only when the service could not be reached.
+/// Sends one release ([`Client::release`]) and maps the server's refusals
+/// to outcomes. `Err` only when the service could not be reached.
 pub(crate) async fn send_release(
     client: &Client,
     lease: LeaseId,
     name: &LockName,
     token: Token,
 ) -> Result<ReleaseOutcome, Error> {
-    let request = ReleaseRequest {
-        lease: lease.0,
-        name: name.to_string(),
-        token: token.0,
-        request_id: crate::request_id::new_request_id(),
-    };
-    let sent = client
-        .call("Release", Duration::ZERO, |channel| {
-            let request = request.clone();
-            async move { LockClient::new(channel).release(request).await }
-        })
-        .await;
-    match sent {
+    match client.release(lease, name, token).await {
         Ok(_) => Ok(ReleaseOutcome::Released),
         Err(Error::LeaseExpired { .. } | Error::LeaseNotFound { .. }) => {
             Ok(ReleaseOutcome::AlreadyExpired)

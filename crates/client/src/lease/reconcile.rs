@@ -8,24 +8,15 @@ use super::state::LeaseState;
 use crate::release::send_release;
 use crate::Client;
 use leasehold_core::{LockName, Token};
-use leasehold_proto::v1::lease_client::LeaseClient;
-use leasehold_proto::v1::GetLeaseRequest;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Counter: locks released because no guard knew of them.
 pub const ORPHANS_RELEASED_TOTAL: &str = "leasehold_client_orphans_released_total";
 
 /// One pass; failures are logged and asked for again.
 pub(crate) async fn run(client: Client, state: Arc<LeaseState>) {
-    let request = GetLeaseRequest { lease: state.id.0 };
-    let info = client
-        .call("GetLease", Duration::ZERO, |channel| async move {
-            LeaseClient::new(channel).get(request).await
-        })
-        .await;
-    let held = match info {
-        Ok(reply) => reply.lease.map(|l| l.held).unwrap_or_default(),
+    let held = match client.lease_info(state.id).await {
+        Ok(info) => info.held,
         Err(error) => {
             tracing::info!(lease = %state.id, %error, "cannot reconcile yet");
             state.want_reconcile();
