@@ -65,6 +65,8 @@
 //! Modules: [`clock`] (the boot clock and its trait), [`backoff`] (jittered,
 //! seedable retry delays), [`lease`] (leases and their timing), [`ops`]
 //! (the one-shot API), [`wire`] (the protocol's read views it returns),
+//! [`diagnose`] (the stale-lock verdicts, pure functions of what was
+//! observed), [`show`] (durations, times and owners as people read them),
 //! [`metrics`] (the client-side metric names).
 
 mod acquire;
@@ -72,6 +74,7 @@ pub mod backoff;
 mod call;
 mod client;
 pub mod clock;
+pub mod diagnose;
 mod endpoints;
 mod error;
 mod guard;
@@ -84,6 +87,7 @@ mod options;
 mod owner;
 mod release;
 mod request_id;
+pub mod show;
 pub mod wire;
 mod with_lock;
 
