@@ -1,11 +1,12 @@
 //! `CliError`: what a failed command reports, as an exit code (see
 //! [`crate::exit`]) and one sentence for stderr. Every error from the
 //! service arrives as a typed [`leasehold_client::Error`]; [`exit_for`] is
-//! the one table from those to exit codes, and the sentence is the error's
-//! own (the client library words it once, for every caller).
+//! the one table from those to exit codes (exhaustive on the server's
+//! typed [`Reason`]), and the sentence is the error's own (the client
+//! library words it once, for every caller).
 
 use crate::exit::Exit;
-use leasehold_client::Error;
+use leasehold_client::{Error, Reason};
 
 /// A failed command: how to exit and what to tell the user.
 #[derive(Debug)]
@@ -31,25 +32,36 @@ impl CliError {
     }
 }
 
-/// The exit code of a failed call: the one table.
+/// The exit code of a failed call: the one table. The server's reason
+/// decides when there is one; then the errors the client finds itself.
 pub fn exit_for(error: &Error) -> Exit {
-    match error {
-        Error::InvalidArgument { .. } => Exit::Usage,
-        Error::Busy { .. } | Error::WaitTimeout { .. } => Exit::Busy,
-        Error::NotHolder { .. }
-        | Error::NoSuchLock { .. }
-        | Error::LeaseNotFound { .. }
-        | Error::LeaseExpired { .. }
-        | Error::AlreadyHeld { .. } => Exit::Ownership,
-        Error::Unavailable { .. } | Error::Timeout { .. } => Exit::Unavailable,
-        Error::Lost(_) => Exit::LockLost,
-        Error::Server { reason, .. } => match reason.as_str() {
-            // A fenced write under a stale token; a force release of an
-            // unfenced holder without --allow-unfenced.
-            "StaleToken" | "Unfenced" => Exit::Ownership,
+    match error.reason() {
+        Some(reason) => exit_for_reason(reason),
+        None => match error {
+            Error::AlreadyHeld { .. } => Exit::Ownership,
+            Error::Timeout { .. } => Exit::Unavailable,
+            Error::Lost(_) => Exit::LockLost,
+            // A reason newer than this build.
             _ => Exit::Other,
         },
-        Error::ResourceExhausted { .. } => Exit::Other,
+    }
+}
+
+/// The exit code of each server reason.
+fn exit_for_reason(reason: Reason) -> Exit {
+    match reason {
+        Reason::InvalidArgument => Exit::Usage,
+        Reason::Busy | Reason::WaitTimeout => Exit::Busy,
+        // A fenced write under a stale token, a force release of an
+        // unfenced holder without --allow-unfenced: ownership, too.
+        Reason::NotHolder
+        | Reason::NoSuchLock
+        | Reason::LeaseNotFound
+        | Reason::LeaseExpired
+        | Reason::StaleToken
+        | Reason::Unfenced => Exit::Ownership,
+        Reason::Unavailable | Reason::NotLeader => Exit::Unavailable,
+        Reason::ResourceExhausted | Reason::Internal => Exit::Other,
     }
 }
 
@@ -72,10 +84,6 @@ mod tests {
 
     #[test]
     fn every_error_has_its_exit_code() {
-        let server = |reason: &str| Error::Server {
-            reason: reason.into(),
-            message: "m".into(),
-        };
         let cases = [
             (
                 Error::InvalidArgument {
@@ -116,15 +124,42 @@ mod tests {
             ),
             (Error::LeaseNotFound { lease: LeaseId(1) }, Exit::Ownership),
             (Error::LeaseExpired { lease: LeaseId(1) }, Exit::Ownership),
-            (server("StaleToken"), Exit::Ownership),
-            (server("Unfenced"), Exit::Ownership),
+            (
+                Error::StaleToken {
+                    key: "k".into(),
+                    lock: "a".into(),
+                    presented: Token(1),
+                    highest: Token(2),
+                    message: "m".into(),
+                },
+                Exit::Ownership,
+            ),
+            (
+                Error::Unfenced {
+                    name: "a".into(),
+                    message: "m".into(),
+                },
+                Exit::Ownership,
+            ),
             (
                 Error::Unavailable {
                     message: "down".into(),
                 },
                 Exit::Unavailable,
             ),
-            (server("Internal"), Exit::Other),
+            (
+                Error::Internal {
+                    message: "bug".into(),
+                },
+                Exit::Other,
+            ),
+            (
+                Error::Server {
+                    reason: "QuotaExceeded".into(),
+                    message: "newer".into(),
+                },
+                Exit::Other,
+            ),
         ];
         for (error, exit) in cases {
             assert_eq!(exit_for(&error), exit, "{error:?}");

@@ -1,4 +1,4 @@
-//! Every exit code of `leasehold`, in one place (DESIGN.md §4). Scripts
+//! Every exit code of `leasehold`, in one place (docs/DESIGN.md §4). Scripts
 //! branch on these, so they are part of the command line's contract: a code
 //! never changes meaning.
 

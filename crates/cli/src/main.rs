@@ -3,13 +3,13 @@
 //! The `leasehold` command: `serve` runs a node; every other command is a
 //! thin shell over the client library, `leasehold-client` (its one-shot
 //! API for single calls, its kept leases for `lock` and `lease keepalive`),
-//! which owns endpoints, timeouts, retries and the typed errors (DESIGN.md
+//! which owns endpoints, timeouts, retries and the typed errors (docs/DESIGN.md
 //! §4). This file only parses and dispatches. Layout: [`commands`] (one
 //! file per command group), [`error`] (the client's errors → exit codes),
 //! [`exit`] (every exit code), [`output`] and [`lock_view`] (JSON and
 //! tables), [`duration`] (duration flags), [`owner`] (`KEY=VALUE` flags).
+//! `bench` is the `leasehold-bench` crate, which drives the same library.
 
-mod bench;
 mod commands;
 mod duration;
 mod error;
@@ -79,7 +79,7 @@ enum Command {
         cmd: member::MemberCmd,
     },
     /// Measures throughput and latency against a server.
-    Bench(bench::BenchArgs),
+    Bench(leasehold_bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -138,6 +138,6 @@ async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
         Command::Fenced { cmd } => fenced::run(cmd, global).await,
         Command::Status(args) => status::run(args, global).await,
         Command::Member { cmd } => member::run(cmd, global).await,
-        Command::Bench(args) => bench::run(args).await.map_err(CliError::from),
+        Command::Bench(args) => leasehold_bench::run(args).await.map_err(CliError::from),
     }
 }

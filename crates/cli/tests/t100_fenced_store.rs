@@ -1,4 +1,4 @@
-//! The built-in fenced store with the real binary (DESIGN.md §3): the holder
+//! The built-in fenced store with the real binary (docs/DESIGN.md §3): the holder
 //! of a lock writes with its token; a newer holder's higher token wins; an
 //! old token, a token that does not hold the lock and a token below the
 //! key's highest are refused with exit 4 naming the tokens; bad keys and

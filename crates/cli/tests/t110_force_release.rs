@@ -162,14 +162,7 @@ fn t110_revoke_lease_makes_the_holder_lose_and_its_writes_fail() {
     );
 
     phase("the holder's lost() fires within one renewal interval");
-    let lost = loop {
-        let line = worker.next_line(interval + STEP);
-        match line.kind.as_str() {
-            "FENCE_OK" => {}
-            "LOST" => break line,
-            _ => panic!("unexpected line {:?}", line.text),
-        }
-    };
+    let lost = worker.await_lost(interval + STEP);
     assert_eq!(lost.args, ["lease_not_found"], "{}", lost.text);
     let latency = Duration::from_micros(lost.u64("at_us").saturating_sub(started_us));
     assert!(

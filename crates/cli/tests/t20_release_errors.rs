@@ -1,4 +1,4 @@
-//! Loud release (DESIGN.md §2.7): a wrong token or an unknown name is an
+//! Loud release (docs/DESIGN.md §2.7): a wrong token or an unknown name is an
 //! ownership error (exit 4) that says which, including the holder's token
 //! and the nearby name a mistyped release was probably meant for.
 

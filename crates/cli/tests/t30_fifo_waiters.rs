@@ -1,4 +1,4 @@
-//! Fair waiting (DESIGN.md §2.9): waiters queue in FIFO order and are
+//! Fair waiting (docs/DESIGN.md §2.9): waiters queue in FIFO order and are
 //! granted one at a time, in that order, with strictly increasing tokens.
 
 mod common;

@@ -1,4 +1,4 @@
-//! Durability across kill -9 (DESIGN.md §2.2): eight clients acquire and
+//! Durability across kill -9 (docs/DESIGN.md §2.2): eight clients acquire and
 //! release under load, the server is killed mid-load and restarted on the
 //! same data directory. Every acknowledged, unreleased grant must still be
 //! held with its token, and every new grant must carry a token higher than

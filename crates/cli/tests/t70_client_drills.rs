@@ -35,8 +35,9 @@
 
 mod common;
 
-use common::drill::{boot_us, Line, Mode, Resource, Worker, WorkerSpec, WriteAttempt};
-use common::{phase, wait_for, Server};
+use common::drill::resource::{Resource, WriteAttempt};
+use common::drill::{boot_us, Line, Mode, Worker, WorkerSpec};
+use common::{phase, Server};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -119,11 +120,7 @@ fn t70_paused_holder_is_fenced_off() {
     w1.expect("AT_GATE", STEP);
 
     phase("SIGSTOP worker 1; worker 2 queues and gets the lock at the server's expiry");
-    w1.signal(libc::SIGSTOP);
-    let stopped_at = Instant::now();
-    wait_for("worker 1 to be stopped", STEP, || {
-        w1.is_stopped().then_some(())
-    });
+    let stopped_at = w1.pause(STEP);
     let mut spec = WorkerSpec::new(Mode::Once, &server.endpoint(), lock, "w2");
     spec.resource = Some(resource.addr);
     spec.wait = Duration::from_secs(10);
@@ -210,14 +207,7 @@ fn lost_within_one_interval(
     let started_us = boot_us();
     take(&server, &holding);
     let returned_us = boot_us();
-    let lost = loop {
-        let line = worker.next_line(interval + STEP);
-        match line.kind.as_str() {
-            "FENCE_OK" => {}
-            "LOST" => break line,
-            _ => panic!("unexpected line {:?}", line.text),
-        }
-    };
+    let lost = worker.await_lost(interval + STEP);
     assert_eq!(lost.args, [cause], "{}", lost.text);
     assert_cancelled(&lost);
     let latency = Duration::from_micros(lost.u64("at_us").saturating_sub(started_us));

@@ -21,11 +21,11 @@
 mod common;
 
 use common::drill::{Mode, PostgresTable, Worker, WorkerSpec};
-use common::{phase, wait_for, Server};
+use common::{phase, Server};
 use leasehold_fence::postgres;
-use leasehold_fence::postgres::local::test_dsn as dsn;
+use leasehold_testkit::postgres::dsn;
+use leasehold_testkit::unique;
 use std::time::{Duration, Instant};
-use tokio_postgres::NoTls;
 
 /// Bound on a worker's start: process, connect, grant, acquire (queued
 /// acquires add their wait).
@@ -46,14 +46,6 @@ fn drill_worker_process() {
     }
 }
 
-/// `prefix` plus a suffix unique to this process and call: a valid SQL
-/// identifier, so it names the table as well as the fence's resource.
-fn unique(prefix: &str) -> String {
-    use std::hash::{BuildHasher, RandomState};
-    let random = RandomState::new().hash_one(Instant::now()) & 0xffff_ffff;
-    format!("{prefix}_{}_{random:08x}", std::process::id())
-}
-
 /// The test's own connection, on a runtime of its own (the drill itself is
 /// synchronous: it reads worker lines and sends signals).
 struct Db {
@@ -62,26 +54,15 @@ struct Db {
 }
 
 impl Db {
-    /// Connects and applies the adapter's migration.
-    fn connect(dsn: &str) -> Db {
+    /// Connects (as `leasehold_testkit::postgres` says) and applies the
+    /// adapter's migration.
+    fn connect() -> Db {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("a runtime");
         let client = runtime.block_on(async {
-            let (client, connection) =
-                tokio_postgres::connect(dsn, NoTls)
-                    .await
-                    .unwrap_or_else(|error| {
-                        panic!(
-                            "cannot connect to PostgreSQL ({dsn}): {error}\n\
-                         Run `bash .ci/run` once (installs and starts PostgreSQL, creates the \
-                         test database) or set LEASEHOLD_TEST_POSTGRES to a connection string."
-                        )
-                    });
-            tokio::spawn(async move {
-                let _ = connection.await;
-            });
+            let client = leasehold_testkit::postgres::connect().await;
             postgres::migrate(&client).await.expect("migrate");
             client
         });
@@ -112,7 +93,7 @@ fn rows_of(writer: &str, token: u64, count: usize) -> Vec<(String, u64)> {
 #[test]
 fn t75_paused_holder_is_refused_by_postgres() {
     let dsn = dsn();
-    let db = Db::connect(&dsn);
+    let db = Db::connect();
     let table = unique("t75_drill");
     db.batch(&format!(
         "CREATE TABLE {table} (seq bigserial PRIMARY KEY, writer text NOT NULL, token bigint NOT NULL)"
@@ -143,11 +124,7 @@ fn t75_paused_holder_is_refused_by_postgres() {
     assert_eq!(db.rows(&table), before_pause);
 
     phase("SIGSTOP worker 1; worker 2 queues, gets the lock at the server's expiry, inserts");
-    w1.signal(libc::SIGSTOP);
-    let stopped_at = Instant::now();
-    wait_for("worker 1 to be stopped", STEP, || {
-        w1.is_stopped().then_some(())
-    });
+    let stopped_at = w1.pause(STEP);
     let mut spec = WorkerSpec::new(Mode::Once, &server.endpoint(), lock, "w2");
     spec.postgres = Some(target.clone());
     spec.wait = Duration::from_secs(10);

@@ -1,4 +1,4 @@
-//! Leader failover in a three-node cluster (DESIGN.md §2.1, §2.2, §2.5, §6).
+//! Leader failover in a three-node cluster (docs/DESIGN.md §2.1, §2.2, §2.5, §6).
 //!
 //! - **Leader killed under load**: four `leasehold-client` workers in this
 //!   process acquire, write to a fenced resource and release two locks in a
@@ -24,7 +24,7 @@
 
 mod common;
 
-use common::cluster::workload::{watch, Shape, Watch, Workload};
+use common::cluster::workload::{hold_kept, watch, Shape, Watch, Workload};
 use common::cluster::{one_at_a_time, Cluster};
 use common::{phase, u64_of, wait_for};
 use leasehold_client::{CancellationToken, Client, Error, Lease, LockGuard};
@@ -130,23 +130,7 @@ fn t90_leader_killed_under_load() {
     let stop = CancellationToken::new();
 
     phase("a client holds a long-lived lease and lock, and watches fence()");
-    let (kept_lease, kept) = rt.block_on(async {
-        let client = Client::connect(&endpoints).await.expect("connect");
-        let lease = client
-            .lease(KEPT_TTL)
-            .keep_alive_interval(KEPT_INTERVAL)
-            .owner("kept")
-            .grant()
-            .await
-            .expect("grant");
-        let guard = lease
-            .lock(KEPT_LOCK)
-            .fenced(true)
-            .acquire()
-            .await
-            .expect("acquire");
-        (lease, guard)
-    });
+    let (kept_lease, kept) = rt.block_on(hold_kept(&endpoints, KEPT_TTL, KEPT_INTERVAL, KEPT_LOCK));
     let kept_token = kept.token().0;
     let watched = Arc::new(Mutex::new(Watch::default()));
     let watcher = rt.spawn(watch(kept.handle(), watched.clone(), stop.clone()));
@@ -297,7 +281,7 @@ fn t90_crashed_holder_is_replaced_across_a_failover() {
 
     phase("SIGKILL the leader at half the holder's ttl");
     kill_and_time_election(&mut cluster, old, old_term);
-    // DESIGN.md §2.5: free within ttl + 2 × election timeout.
+    // docs/DESIGN.md §2.5: free within ttl + 2 × election timeout.
     let bound = TTL + 2 * ELECTION_TIMEOUT_MAX + SLACK;
     let left =
         (started + bound + CLIENT_BACKOFF_MAX + SLACK).saturating_duration_since(Instant::now());

@@ -1,4 +1,4 @@
-//! A minority partition (DESIGN.md §2.3, §2.4): the leader of a
+//! A minority partition (docs/DESIGN.md §2.3, §2.4): the leader of a
 //! three-node cluster is cut off from the other two. The isolated old
 //! leader must not grant (an acquire sent to it alone fails), must not
 //! renew (a keep-alive sent to it alone fails), and must expire nothing (a
@@ -24,10 +24,10 @@
 
 mod common;
 
-use common::cluster::workload::{watch, Watch};
+use common::cluster::workload::{hold_kept, watch, Watch};
 use common::cluster::{one_at_a_time, Cluster};
 use common::{finish, phase, u64_of, wait_for};
-use leasehold_client::{CancellationToken, Client};
+use leasehold_client::CancellationToken;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -79,23 +79,12 @@ fn t91_isolated_leader_neither_grants_nor_renews_nor_expires() {
     let stop = CancellationToken::new();
 
     phase("a library client, talking to the majority's nodes, holds a lock");
-    let (kept_lease, kept) = rt.block_on(async {
-        let client = Client::connect(&majority_urls).await.expect("connect");
-        let lease = client
-            .lease(KEPT_TTL)
-            .keep_alive_interval(KEPT_INTERVAL)
-            .owner("kept")
-            .grant()
-            .await
-            .expect("grant");
-        let guard = lease
-            .lock(KEPT_LOCK)
-            .fenced(true)
-            .acquire()
-            .await
-            .expect("acquire");
-        (lease, guard)
-    });
+    let (kept_lease, kept) = rt.block_on(hold_kept(
+        &majority_urls,
+        KEPT_TTL,
+        KEPT_INTERVAL,
+        KEPT_LOCK,
+    ));
     let kept_token = kept.token().0;
     let watched = Arc::new(Mutex::new(Watch::default()));
     let watcher = rt.spawn(watch(kept.handle(), watched.clone(), stop.clone()));

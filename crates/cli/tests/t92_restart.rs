@@ -1,4 +1,4 @@
-//! Restarting a whole cluster (DESIGN.md §2.2, §6): three nodes hold
+//! Restarting a whole cluster (docs/DESIGN.md §2.2, §6): three nodes hold
 //! several locks, all three are killed with SIGKILL at once and started
 //! again on the same data dirs. A leader must be elected; every lock whose
 //! lease still lives must be held by the same lease with the same token; a

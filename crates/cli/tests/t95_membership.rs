@@ -1,4 +1,4 @@
-//! Membership changes on a live cluster (DESIGN.md §6), with real processes:
+//! Membership changes on a live cluster (docs/DESIGN.md §6), with real processes:
 //! three nodes hold locks and take load until their logs are purged behind
 //! a snapshot; a fourth node started with `--join` is added with `member
 //! add` and must catch up (by snapshot: the start of the log is gone) and

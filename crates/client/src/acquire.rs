@@ -163,7 +163,7 @@ impl LockRequest {
                 let cause = state.loss().expect("cancelled at the loss");
                 Err(Error::Lost(state.lost_error(Some(&name), cause)))
             }
-            granted = inner.client.acquire(state.id, &name, &options) => granted.map(|a| a.token),
+            granted = inner.client.acquire_via(inner.calls_session(), state.id, &name, &options) => granted.map(|a| a.token),
         };
         let token = match outcome {
             Ok(token) => token,

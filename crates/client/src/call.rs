@@ -1,21 +1,70 @@
-//! One unary call with the client's retry rules: each attempt is bounded by
-//! the call timeout; a transient failure (unreachable endpoint, no leader,
-//! no answer) moves to another endpoint and retries after a jittered
-//! backoff, until the retry budget (or the retry count, if capped) is
-//! spent; a definite error returns at once. The caller builds the same request for every attempt (same request
-//! id), so a retry after a lost reply is answered with the first outcome.
+//! One call with the client's retry rules: each attempt is bounded by the
+//! call timeout; a transient failure (unreachable endpoint, no leader, no
+//! answer, a broken session stream) moves to another endpoint and retries
+//! after a jittered backoff — at once when a follower named the leader —
+//! until the retry budget (or the retry count, if capped) is spent; a
+//! definite error returns at once. The
+//! caller builds the same request for every attempt (same request id), so
+//! a retry after a lost reply is answered with the first outcome.
+//!
+//! Two entry points share the loop: [`Client::call`] for unary-only RPCs,
+//! and [`Client::send`] for the operations a lease's session stream
+//! carries, whose every attempt takes the stream while it is open and the
+//! unary RPC otherwise (see `session`).
 
-use crate::endpoints::Moved;
+use crate::endpoints::{Endpoints, InUse, Moved};
 use crate::error::{Error, Retry};
+use crate::session::{SessionOp, SessionSlot, Via};
 use crate::Client;
 use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;
 use tonic::transport::Channel;
 
+/// Where one attempt went, and how to move off it when it fails.
+trait Route {
+    /// The endpoint's URL, for messages.
+    fn url(&self) -> &str;
+
+    /// The attempt failed transiently: moves the client off the endpoint
+    /// (once per failure, however many calls report it). True to retry at
+    /// once (the client moved to a leader a follower named).
+    fn failed(&self, endpoints: &Endpoints, error: &Error, leader_addr: Option<&str>) -> bool;
+}
+
+impl Route for InUse {
+    fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn failed(&self, endpoints: &Endpoints, _error: &Error, leader_addr: Option<&str>) -> bool {
+        endpoints.fail_over(self.generation, leader_addr) == Moved::ToLeader
+    }
+}
+
+impl Route for Via {
+    fn url(&self) -> &str {
+        match self {
+            Via::Unary(in_use) => &in_use.url,
+            Via::Session(stream) => stream.url(),
+        }
+    }
+
+    fn failed(&self, endpoints: &Endpoints, error: &Error, leader_addr: Option<&str>) -> bool {
+        match self {
+            Via::Unary(in_use) => in_use.failed(endpoints, error, leader_addr),
+            Via::Session(stream) => {
+                let leader_addr = leader_addr.map(str::to_owned);
+                stream.fail((error.clone(), Retry::Failover { leader_addr }))
+            }
+        }
+    }
+}
+
 impl Client {
-    /// Runs `attempt` until it succeeds, fails definitely, or the budget is
-    /// spent. `extra` lengthens each attempt's bound (a blocking acquire's wait).
+    /// Runs the unary `attempt` until it succeeds, fails definitely, or the
+    /// budget is spent. `extra` lengthens each attempt's bound (a blocking
+    /// acquire's wait).
     pub(crate) async fn call<T, F, Fut>(
         &self,
         what: &'static str,
@@ -26,37 +75,93 @@ impl Client {
         F: FnMut(Channel) -> Fut,
         Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
     {
+        let pick = || self.endpoints().in_use();
+        let unary = |in_use: &InUse| {
+            let reply = attempt(in_use.channel.clone());
+            async move {
+                match reply.await {
+                    Ok(reply) => Ok(reply.into_inner()),
+                    Err(status) => Err(Error::from_status(&status)),
+                }
+            }
+        };
+        self.retrying(what, extra, pick, unary).await
+    }
+
+    /// Sends the request `request()` builds (each attempt's copy) over
+    /// `session`'s stream while it is open, else as a unary RPC (always, with
+    /// no session), with the retry rules of [`Client::call`].
+    pub(crate) async fn send<R, F>(
+        &self,
+        session: Option<&SessionSlot>,
+        extra: Duration,
+        mut request: F,
+    ) -> Result<R::Reply, Error>
+    where
+        R: SessionOp,
+        F: FnMut() -> R,
+    {
+        let pick = || Via::pick(self, session);
+        let attempt = |via: &Via| {
+            crate::metrics::attempt(R::WHAT, via.name());
+            request().send(via.clone())
+        };
+        self.retrying(R::WHAT, extra, pick, attempt).await
+    }
+
+    /// The retry loop: `pick` chooses each attempt's route, `attempt` makes it.
+    async fn retrying<R, T, Fut>(
+        &self,
+        what: &'static str,
+        extra: Duration,
+        mut pick: impl FnMut() -> R,
+        mut attempt: impl FnMut(&R) -> Fut,
+    ) -> Result<T, Error>
+    where
+        R: Route,
+        Fut: Future<Output = Result<T, (Error, Retry)>>,
+    {
         let options = self.options();
         let give_up_at = Instant::now() + options.retry_budget + extra;
         let bound = options.call_timeout + extra;
         let mut backoff = self.backoff();
         let mut retries = 0u32;
         loop {
-            let in_use = self.endpoints().in_use();
-            let (error, leader_addr) =
-                match tokio::time::timeout(bound, attempt(in_use.channel)).await {
-                    Ok(Ok(reply)) => return Ok(reply.into_inner()),
-                    Ok(Err(status)) => match Error::from_status(&status) {
-                        (error, Retry::No) => return Err(error),
-                        (error, Retry::Failover { leader_addr }) => (error, leader_addr),
+            let route = pick();
+            let (error, at_once) = {
+                let trying = attempt(&route);
+                tokio::pin!(trying);
+                let (error, leader_addr) = tokio::select! {
+                    biased;
+                    outcome = &mut trying => match outcome {
+                        Ok(reply) => return Ok(reply),
+                        Err((error, Retry::No)) => return Err(error),
+                        Err((error, Retry::Failover { leader_addr })) => (error, leader_addr),
                     },
-                    Err(_) => (Error::Timeout { what, after: bound }, None),
+                    () = tokio::time::sleep(bound) => (Error::Timeout { what, after: bound }, None),
                 };
-            tracing::debug!(%error, url = %in_use.url, what, "call failed; failing over");
-            let moved = self
-                .endpoints()
-                .fail_over(in_use.generation, leader_addr.as_deref());
-            let delay = if moved == Moved::ToLeader {
+                tracing::debug!(%error, url = %route.url(), what, "call failed; failing over");
+                // Before the attempt is dropped (at the end of this block): a
+                // session call dropped first would close its stream as
+                // abandoned, not as failed.
+                let at_once = route.failed(self.endpoints(), &error, leader_addr.as_deref());
+                (error, at_once)
+            };
+            let delay = if at_once {
                 Duration::ZERO
             } else {
                 backoff.next_delay()
             };
             let spent = options.retries_max.is_some_and(|max| retries >= max);
             if spent || Instant::now() + delay >= give_up_at {
+                // Out of budget, a follower's NotLeader means no leader
+                // could be reached: the service is unavailable to us.
                 return Err(match error {
-                    Error::Unavailable { message } => Error::Unavailable {
-                        message: format!("{what}: {message} (last tried {})", in_use.url),
-                    },
+                    Error::Unavailable { message } | Error::NotLeader { message, .. } => {
+                        Error::Unavailable {
+                            message: format!("{what}: {message} (last tried {})", route.url()),
+                        }
+                    }
                     other => other,
                 });
             }

@@ -1,11 +1,11 @@
 //! `Error`: everything a client call can fail with, typed so callers branch
 //! on the variant instead of parsing text, and worded so a person can act on
-//! the message. The one mapping from a server `Status` to an `Error` is here.
+//! the message. Every reason a server sends has its variant
+//! ([`Error::reason`] gives it back); the mapping from a server's status to
+//! an `Error` is in [`crate::from_status`].
 
 use crate::loss::LockLost;
-use leasehold_core::{LeaseId, Token};
-use leasehold_proto::status::{error_detail, reason};
-use leasehold_proto::v1::ErrorDetail;
+use leasehold_core::{LeaseId, Reason, Token};
 use std::time::Duration;
 
 /// A failed client call.
@@ -106,10 +106,57 @@ pub enum Error {
     /// Ownership was lost before the call could complete.
     #[error(transparent)]
     Lost(#[from] LockLost),
-    /// Any other error the server reported.
+    /// A fenced-store write whose token is below the highest token that has
+    /// written the key: a newer holder has written it since. Stop writing
+    /// the key under this lock.
+    #[error("{message}")]
+    StaleToken {
+        /// The key, when the call that failed knows it (the server's detail
+        /// carries no names; empty for an error read from a bare status).
+        key: String,
+        /// The lock the writer holds, likewise filled in by the call.
+        lock: String,
+        /// The token the writer presented.
+        presented: Token,
+        /// The highest token that has written the key.
+        highest: Token,
+        /// The server's sentence, which names the key and both locks.
+        message: String,
+    },
+    /// A force release refused because the holder did not declare fencing:
+    /// the old holder could still write after it. Stop the holder first,
+    /// then pass the override.
+    #[error("{message}")]
+    Unfenced {
+        /// The lock, when the call that failed knows it.
+        name: String,
+        /// The server's sentence.
+        message: String,
+    },
+    /// The node that answered does not lead. Transient: calls move to the
+    /// leader and retry, and report [`Error::Unavailable`] if the retry
+    /// budget runs out first.
+    #[error("{message}")]
+    NotLeader {
+        /// The leader's node id, if the node knew it.
+        leader: Option<u64>,
+        /// The leader's address, if the node knew it.
+        leader_addr: Option<String>,
+        /// The server's sentence.
+        message: String,
+    },
+    /// The server failed on its own account (a bug to report).
+    #[error("the server failed internally: {message}")]
+    Internal {
+        /// The server's message.
+        message: String,
+    },
+    /// An error whose reason this client does not know: sent by a newer
+    /// server (every reason this build knows has its own variant), or a
+    /// status that did not come from a Leasehold server.
     #[error("the server refused the request ({reason}): {message}")]
     Server {
-        /// The server's reason.
+        /// The server's reason, as sent.
         reason: String,
         /// The server's message.
         message: String,
@@ -164,13 +211,40 @@ pub(crate) enum Retry {
 }
 
 impl Error {
+    /// The server's reason for this error; `None` for the errors the client
+    /// finds itself ([`Error::AlreadyHeld`], [`Error::Timeout`],
+    /// [`Error::Lost`]) and for unknown reasons ([`Error::Server`]).
+    pub fn reason(&self) -> Option<Reason> {
+        Some(match self {
+            Error::InvalidArgument { .. } => Reason::InvalidArgument,
+            Error::Busy { .. } => Reason::Busy,
+            Error::WaitTimeout { .. } => Reason::WaitTimeout,
+            Error::LeaseNotFound { .. } => Reason::LeaseNotFound,
+            Error::LeaseExpired { .. } => Reason::LeaseExpired,
+            Error::NotHolder { .. } => Reason::NotHolder,
+            Error::NoSuchLock { .. } => Reason::NoSuchLock,
+            Error::ResourceExhausted { .. } => Reason::ResourceExhausted,
+            Error::Unavailable { .. } => Reason::Unavailable,
+            Error::StaleToken { .. } => Reason::StaleToken,
+            Error::Unfenced { .. } => Reason::Unfenced,
+            Error::NotLeader { .. } => Reason::NotLeader,
+            Error::Internal { .. } => Reason::Internal,
+            Error::AlreadyHeld { .. }
+            | Error::Timeout { .. }
+            | Error::Lost(_)
+            | Error::Server { .. } => return None,
+        })
+    }
+
     /// Fills in the lock name the server's answer leaves out.
     pub(crate) fn about(mut self, lock: &str) -> Error {
         match &mut self {
             Error::Busy { name, .. }
             | Error::WaitTimeout { name, .. }
             | Error::NotHolder { name, .. }
-            | Error::NoSuchLock { name, .. } => *name = lock.to_owned(),
+            | Error::NoSuchLock { name, .. }
+            | Error::Unfenced { name, .. }
+            | Error::StaleToken { lock: name, .. } => *name = lock.to_owned(),
             _ => {}
         }
         self
@@ -185,121 +259,12 @@ impl Error {
         }
         self
     }
-
-    /// Maps a status to an error and whether to retry.
-    pub(crate) fn from_status(status: &tonic::Status) -> (Error, Retry) {
-        let detail = error_detail(status);
-        let reason = reason(status, detail.as_ref());
-        match reason {
-            Some(reason) => from_reason(&reason, status, &detail.unwrap_or_default()),
-            None => from_code(status),
-        }
-    }
-
-    /// Maps an error that arrived in-band (a stream's `ErrorDetail`).
-    pub(crate) fn from_detail(detail: &ErrorDetail) -> (Error, Retry) {
-        let status = tonic::Status::new(tonic::Code::Unknown, detail.message.clone());
-        from_reason(&detail.reason, &status, detail)
-    }
-}
-
-fn from_reason(reason: &str, status: &tonic::Status, d: &ErrorDetail) -> (Error, Retry) {
-    let message = if d.message.is_empty() {
-        status.message().to_owned()
-    } else {
-        d.message.clone()
-    };
-    let token = (d.holder_token != 0).then_some(Token(d.holder_token));
-    let error = match reason {
-        "InvalidArgument" => Error::InvalidArgument {
-            field: d.field.clone(),
-            // The server words it as this variant does ("invalid FIELD:
-            // REASON"): keep the reason, or the field is named twice.
-            reason: match message.strip_prefix(&format!("invalid {}: ", d.field)) {
-                Some(reason) => reason.to_owned(),
-                None => message,
-            },
-        },
-        "Busy" => Error::Busy {
-            name: String::new(),
-            holder_token: token,
-        },
-        "NotHolder" => Error::NotHolder {
-            name: String::new(),
-            holder_token: token,
-            lease: None,
-            token: None,
-        },
-        "NoSuchLock" => Error::NoSuchLock {
-            name: String::new(),
-            nearby: d.nearby.clone(),
-        },
-        "WaitTimeout" => Error::WaitTimeout {
-            name: String::new(),
-            waited: Duration::ZERO,
-        },
-        "LeaseNotFound" => Error::LeaseNotFound {
-            lease: LeaseId(d.lease),
-        },
-        "LeaseExpired" => Error::LeaseExpired {
-            lease: LeaseId(d.lease),
-        },
-        "ResourceExhausted" => Error::ResourceExhausted {
-            limit: d.limit.clone(),
-            message,
-        },
-        "NotLeader" | "Unavailable" => {
-            let leader_addr = (!d.leader_addr.is_empty()).then(|| d.leader_addr.clone());
-            let error = Error::Unavailable { message };
-            return (error, Retry::Failover { leader_addr });
-        }
-        other => Error::Server {
-            reason: other.to_owned(),
-            message,
-        },
-    };
-    (error, Retry::No)
-}
-
-/// A status that did not come from Leasehold: transport failures and
-/// tonic's own errors.
-fn from_code(status: &tonic::Status) -> (Error, Retry) {
-    use tonic::Code;
-    let message = format!("{:?}: {}", status.code(), status.message());
-    match status.code() {
-        // Transport trouble: a refused or reset connection, an HTTP/2 error
-        // (tonic reports some as Internal), a request cut short. A server
-        // error comes with a Leasehold reason and is not handled here.
-        Code::Unavailable
-        | Code::Cancelled
-        | Code::Unknown
-        | Code::DeadlineExceeded
-        | Code::Internal
-        | Code::Aborted => {
-            let error = Error::Unavailable { message };
-            (error, Retry::Failover { leader_addr: None })
-        }
-        Code::InvalidArgument | Code::OutOfRange => (
-            Error::InvalidArgument {
-                field: "request".into(),
-                reason: message,
-            },
-            Retry::No,
-        ),
-        _ => (
-            Error::Server {
-                reason: format!("{:?}", status.code()),
-                message: status.message().to_owned(),
-            },
-            Retry::No,
-        ),
-    }
 }
 
 impl From<leasehold_core::LockError> for Error {
     fn from(error: leasehold_core::LockError) -> Error {
         match error {
-            leasehold_core::LockError::InvalidArgument { field, reason } => {
+            leasehold_core::LockError::InvalidArgument { field, reason, .. } => {
                 Error::InvalidArgument { field, reason }
             }
             other => Error::Server {
@@ -307,42 +272,5 @@ impl From<leasehold_core::LockError> for Error {
                 message: other.to_string(),
             },
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn status_with(detail: ErrorDetail) -> tonic::Status {
-        leasehold_proto::status::with_detail(tonic::Code::FailedPrecondition, &detail)
-    }
-
-    #[test]
-    fn definite_errors_are_not_retried_and_keep_their_fields() {
-        let (error, retry) = Error::from_status(&status_with(ErrorDetail {
-            reason: "LeaseExpired".into(),
-            lease: 9,
-            ..Default::default()
-        }));
-        assert_eq!(error, Error::LeaseExpired { lease: LeaseId(9) });
-        assert!(matches!(retry, Retry::No));
-    }
-
-    #[test]
-    fn not_leader_fails_over_to_the_named_leader() {
-        let (_, retry) = Error::from_status(&status_with(ErrorDetail {
-            reason: "NotLeader".into(),
-            leader_addr: "127.0.0.1:9".into(),
-            ..Default::default()
-        }));
-        assert!(matches!(retry, Retry::Failover { leader_addr: Some(a) } if a == "127.0.0.1:9"));
-    }
-
-    #[test]
-    fn transport_failures_are_transient() {
-        let (error, retry) = Error::from_status(&tonic::Status::unavailable("connection refused"));
-        assert!(matches!(error, Error::Unavailable { .. }));
-        assert!(matches!(retry, Retry::Failover { leader_addr: None }));
     }
 }

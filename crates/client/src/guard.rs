@@ -159,6 +159,7 @@ impl LockGuard {
         state.forget(&self.handle.name, false);
         let outcome = send_release(
             &self.lease.client,
+            self.lease.calls_session(),
             state.id,
             &self.handle.name,
             self.handle.token(),
@@ -199,7 +200,8 @@ impl Drop for LockGuard {
         let lease = self.lease.clone();
         let (name, token) = (self.handle.name.clone(), self.handle.token());
         runtime.spawn(async move {
-            if send_release(&lease.client, state.id, &name, token)
+            let session = lease.calls_session();
+            if send_release(&lease.client, session, state.id, &name, token)
                 .await
                 .is_err()
             {

@@ -3,11 +3,13 @@
 //! The async Rust client of Leasehold, built so that the safe way is the
 //! easy way: **loss of renewal is loss of ownership**.
 //!
-//! - A [`Lease`] is renewed in the background over one stream (every ttl/3)
-//!   and counted valid only until `send time of the last acknowledged
-//!   keep-alive + ttl − margin`, on CLOCK_BOOTTIME, which keeps counting
-//!   while the process is paused or the machine sleeps. At that instant, or
-//!   at the first definite renewal failure, the lease is lost for good.
+//! - A [`Lease`] is renewed in the background over one stream (every ttl/3;
+//!   its `Lock.Session` stream, which also carries its acquires and releases
+//!   unless [`Transport::Unary`] is chosen) and counted valid only until
+//!   `send time of the last acknowledged keep-alive + ttl − margin`, on
+//!   CLOCK_BOOTTIME, which keeps counting while the process is paused or
+//!   the machine sleeps. At that instant, or at the first definite renewal
+//!   failure, the lease is lost for good.
 //! - A [`LockGuard`] carries the fencing [`Token`]. Call
 //!   [`fence()`](LockHandle::fence) right before each protected write: it
 //!   answers from the clock *now*, so a process that wakes from a long pause
@@ -77,6 +79,7 @@ pub mod clock;
 pub mod diagnose;
 mod endpoints;
 mod error;
+mod from_status;
 mod guard;
 pub mod lease;
 mod loss;
@@ -89,6 +92,7 @@ mod release;
 mod request_id;
 pub mod show;
 pub mod wire;
+mod session;
 mod with_lock;
 
 pub use acquire::{LockOptions, LockRequest};
@@ -96,7 +100,7 @@ pub use client::Client;
 pub use error::Error;
 pub use guard::{LockGuard, LockHandle};
 pub use lease::{KeepAliveBuilder, Lease, LeaseBuilder, Renewed};
-pub use leasehold_core::{FencedKey, LeaseId, Revision, Token};
+pub use leasehold_core::{FencedKey, LeaseId, Reason, Revision, Token};
 pub use loss::{LockLost, LossCause};
 pub use name::{IntoLockName, LockName};
 pub use ops::cluster::{ADD_MEMBER_WAIT_MAX, REMOVE_MEMBER_WAIT_MAX};
@@ -106,7 +110,7 @@ pub use ops::force::{ForceRelease, ForceReleased};
 pub use ops::lease::{Granted, Renewal};
 pub use ops::locks::Acquired;
 pub use ops::Consistency;
-pub use options::ClientOptions;
+pub use options::{ClientOptions, Transport};
 pub use owner::{owner_info, owner_process, OwnerProcess};
 pub use release::ReleaseOutcome;
 pub use request_id::new_request_id;

@@ -35,6 +35,21 @@ pub struct ClientOptions {
     pub seed: Option<u64>,
     /// The clock lease validity is measured on.
     pub clock: Arc<dyn Clock>,
+    /// How a lease's acquires, releases and one-off renewals travel.
+    pub transport: Transport,
+}
+
+/// How a lease's acquires, releases and [`keep_alive_once`](crate::Lease::keep_alive_once)
+/// travel. Either way the background renewals ride the lease's `Lock.Session`
+/// stream, and the answers, retries and errors are the same.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// On the lease's `Lock.Session` stream, one message each (unary while
+    /// the stream is being opened or reopened).
+    #[default]
+    Session,
+    /// One unary RPC each.
+    Unary,
 }
 
 impl Default for ClientOptions {
@@ -48,6 +63,7 @@ impl Default for ClientOptions {
             backoff: BackoffPolicy::default(),
             seed: None,
             clock: Arc::new(BootClock),
+            transport: Transport::default(),
         }
     }
 }

@@ -1,9 +1,10 @@
 //! Release and its typed outcome. A release names (lock, lease, token) and
-//! the server says exactly what happened (DESIGN.md guarantee 7), so the
+//! the server says exactly what happened (docs/DESIGN.md guarantee 7), so the
 //! caller learns whether its critical section really ended under its own
 //! ownership or the lock had already moved on.
 
 use crate::error::Error;
+use crate::session::SessionSlot;
 use crate::Client;
 use leasehold_core::{LeaseId, LockName, Token};
 
@@ -35,15 +36,17 @@ impl ReleaseOutcome {
     }
 }
 
-/// Sends one release ([`Client::release`]) and maps the server's refusals
-/// to outcomes. `Err` only when the service could not be reached.
+/// Sends one release (on `session`'s stream while it is open, else unary:
+/// [`Client::release_via`]) and maps the server's refusals to outcomes.
+/// `Err` only when the service could not be reached.
 pub(crate) async fn send_release(
     client: &Client,
+    session: Option<&SessionSlot>,
     lease: LeaseId,
     name: &LockName,
     token: Token,
 ) -> Result<ReleaseOutcome, Error> {
-    match client.release(lease, name, token).await {
+    match client.release_via(session, lease, name, token).await {
         Ok(_) => Ok(ReleaseOutcome::Released),
         Err(Error::LeaseExpired { .. } | Error::LeaseNotFound { .. }) => {
             Ok(ReleaseOutcome::AlreadyExpired)

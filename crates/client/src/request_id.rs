@@ -1,5 +1,5 @@
 //! Request ids: every mutation carries one, so a retry after a lost reply
-//! gets the first outcome instead of acting twice (DESIGN.md §2.8). An id is
+//! gets the first outcome instead of acting twice (docs/DESIGN.md §2.8). An id is
 //! chosen once per logical request and reused by every retry of it.
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -3,10 +3,8 @@
 //! that becomes unreachable ends ownership exactly at the local deadline —
 //! not before, and not after.
 
-mod common;
-
-use common::{client, eventually, within, Proxy, TestServer};
 use leasehold_client::LossCause;
+use leasehold_testkit::{client, eventually, within, Proxy, TestServer};
 use std::time::Duration;
 use tokio::time::Instant;
 

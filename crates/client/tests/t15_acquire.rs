@@ -2,10 +2,8 @@
 //! held by another lease (`Busy`, naming the lock and the holder's token),
 //! and a wait that runs out (`WaitTimeout`).
 
-mod common;
-
-use common::TestServer;
 use leasehold_client::Error;
+use leasehold_testkit::TestServer;
 use std::time::Duration;
 use tokio::time::Instant;
 

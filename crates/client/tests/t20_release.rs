@@ -3,10 +3,8 @@
 //! altogether), and the releases nobody asks for — dropping a guard, and
 //! dropping a lease with its guards.
 
-mod common;
-
-use common::{eventually, within, TestServer};
 use leasehold_client::{LossCause, ReleaseOutcome};
+use leasehold_testkit::{eventually, within, TestServer};
 use std::time::Duration;
 use tokio::time::Instant;
 

@@ -3,10 +3,8 @@
 //! and reconciling after a reconnect (a lock the server says the lease
 //! holds, which no guard knows of, is released).
 
-mod common;
-
-use common::{client, dead_addr, eventually, Proxy, TestServer};
 use leasehold_client::{Client, Error};
+use leasehold_testkit::{client, dead_addr, eventually, Proxy, TestServer};
 use std::time::Duration;
 use tokio::time::Instant;
 

@@ -2,10 +2,8 @@
 //! lease revoked), work whose lease is revoked underneath it (dropped at
 //! that moment, before it could finish), and work past its deadline.
 
-mod common;
-
-use common::{eventually_some, within, TestServer};
 use leasehold_client::{LockOptions, LossCause, ReleaseOutcome, WorkOutcome};
+use leasehold_testkit::{eventually_some, within, TestServer};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,14 +7,12 @@
 //! second one running alongside would add to the same counters), and the
 //! recorder is installed before the in-process server tries to install its own.
 
-mod common;
-
-use common::{client, eventually, within, Proxy, TestServer};
 use leasehold_client::lease::ORPHANS_RELEASED_TOTAL;
 use leasehold_client::metrics::{
     LOSSES_TOTAL, RENEWALS_FAILED_TOTAL, RENEWAL_MARGIN_SECONDS, RENEWAL_SECONDS,
 };
 use leasehold_client::LossCause;
+use leasehold_testkit::{client, eventually, within, Proxy, TestServer};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use std::cell::RefCell;
 use std::collections::HashMap;

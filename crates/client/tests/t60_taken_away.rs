@@ -6,11 +6,9 @@
 //! renewal interval, naming who freed it and why. The lost guard stops
 //! keeping the lease renewed.
 
-mod common;
-
-use common::{eventually, within, TestServer};
 use leasehold_client::LossCause;
 use leasehold_proto::v1::ForceReleaseRequest;
+use leasehold_testkit::{eventually, within, TestServer};
 use std::time::Duration;
 use tokio::time::Instant;
 

@@ -2,7 +2,8 @@
 //! (`validate`), proposed through the replicated log, and applied identically
 //! on every replica by [`crate::State::apply`].
 
-use crate::{limits, FencedKey, LeaseId, LockError, LockName, RequestId, Token};
+use crate::limits::{self, Limit};
+use crate::{FencedKey, LeaseId, LockError, LockName, RequestId, Token};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -26,8 +27,8 @@ pub struct OwnerInfo {
 impl OwnerInfo {
     /// Checks field sizes against [`limits`].
     pub fn validate(&self) -> Result<(), LockError> {
-        check_text("owner.owner", &self.owner, limits::OWNER_FIELD_BYTES_MAX)?;
-        check_text("owner.host", &self.host, limits::OWNER_FIELD_BYTES_MAX)?;
+        check_text("owner.owner", &self.owner, Limit::OwnerFieldBytesMax)?;
+        check_text("owner.host", &self.host, Limit::OwnerFieldBytesMax)?;
         check_map("owner.labels", &self.labels)
     }
 }
@@ -57,19 +58,9 @@ pub struct Acquire {
 impl Acquire {
     /// Checks bounds against [`limits`].
     pub fn validate(&self) -> Result<(), LockError> {
-        check_max("wait_ms", self.wait_ms, limits::WAIT_MS_MAX, "WAIT_MS_MAX")?;
-        check_max(
-            "lock_delay_ms",
-            self.lock_delay_ms,
-            limits::LOCK_DELAY_MS_MAX,
-            "LOCK_DELAY_MS_MAX",
-        )?;
-        check_max(
-            "max_hold_ms",
-            self.max_hold_ms,
-            limits::MAX_HOLD_MS_MAX,
-            "MAX_HOLD_MS_MAX",
-        )?;
+        check_max("wait_ms", self.wait_ms, Limit::WaitMsMax)?;
+        check_max("lock_delay_ms", self.lock_delay_ms, Limit::LockDelayMsMax)?;
+        check_max("max_hold_ms", self.max_hold_ms, Limit::MaxHoldMsMax)?;
         check_map("metadata", &self.metadata)
     }
 }
@@ -165,8 +156,14 @@ impl Command {
 /// Checks a lease ttl against [`limits::TTL_MS_MIN`] and [`limits::TTL_MS_MAX`].
 pub fn check_ttl(ttl_ms: u64) -> Result<(), LockError> {
     if !(limits::TTL_MS_MIN..=limits::TTL_MS_MAX).contains(&ttl_ms) {
-        return Err(LockError::invalid(
+        let crossed = if ttl_ms < limits::TTL_MS_MIN {
+            Limit::TtlMsMin
+        } else {
+            Limit::TtlMsMax
+        };
+        return Err(LockError::over_limit(
             "ttl_ms",
+            crossed,
             format!(
                 "{ttl_ms} ms is outside TTL_MS_MIN..=TTL_MS_MAX ({}..={} ms)",
                 limits::TTL_MS_MIN,
@@ -185,48 +182,30 @@ pub fn check_force(reason: &str, caller: &str) -> Result<(), LockError> {
             "is empty: say why the lock is force-released (it is kept in the incident record)",
         ));
     }
-    check_limit_text(
-        "reason",
-        reason,
-        limits::FORCE_REASON_BYTES_MAX,
-        "FORCE_REASON_BYTES_MAX",
-    )?;
-    check_limit_text(
-        "caller",
-        caller,
-        limits::FORCE_CALLER_BYTES_MAX,
-        "FORCE_CALLER_BYTES_MAX",
-    )
+    check_text("reason", reason, Limit::ForceReasonBytesMax)?;
+    check_text("caller", caller, Limit::ForceCallerBytesMax)
 }
 
-fn check_limit_text(field: &str, value: &str, max: usize, limit: &str) -> Result<(), LockError> {
-    if value.len() > max {
-        return Err(LockError::invalid(
-            field,
-            format!("is {} bytes; the limit {limit} is {max}", value.len()),
-        ));
-    }
-    if value.chars().any(|c| c.is_control()) {
-        return Err(LockError::invalid(field, "contains a control character"));
-    }
-    Ok(())
-}
-
-fn check_max(field: &str, value: u64, max: u64, limit: &str) -> Result<(), LockError> {
+fn check_max(field: &str, value: u64, limit: Limit) -> Result<(), LockError> {
+    let max = limit.value();
     if value > max {
-        return Err(LockError::invalid(
+        return Err(LockError::over_limit(
             field,
+            limit,
             format!("{value} exceeds the limit {limit} ({max})"),
         ));
     }
     Ok(())
 }
 
-fn check_text(field: &str, value: &str, max: usize) -> Result<(), LockError> {
-    if value.len() > max {
-        return Err(LockError::invalid(
+/// Free text: at most `limit` bytes, no control characters.
+fn check_text(field: &str, value: &str, limit: Limit) -> Result<(), LockError> {
+    let max = limit.value();
+    if value.len() as u64 > max {
+        return Err(LockError::over_limit(
             field,
-            format!("is {} bytes; the limit is {max}", value.len()),
+            limit,
+            format!("is {} bytes; the limit {limit} is {max}", value.len()),
         ));
     }
     if value.chars().any(|c| c.is_control()) {
@@ -237,8 +216,9 @@ fn check_text(field: &str, value: &str, max: usize) -> Result<(), LockError> {
 
 fn check_map(field: &str, map: &BTreeMap<String, String>) -> Result<(), LockError> {
     if map.len() > limits::LABELS_MAX {
-        return Err(LockError::invalid(
+        return Err(LockError::over_limit(
             field,
+            Limit::LabelsMax,
             format!(
                 "has {} entries; the limit LABELS_MAX is {}",
                 map.len(),
@@ -248,8 +228,9 @@ fn check_map(field: &str, map: &BTreeMap<String, String>) -> Result<(), LockErro
     }
     for (key, value) in map {
         if key.len() + value.len() > limits::LABEL_BYTES_MAX {
-            return Err(LockError::invalid(
+            return Err(LockError::over_limit(
                 field,
+                Limit::LabelBytesMax,
                 format!(
                     "entry {key:?} is {} bytes; the limit LABEL_BYTES_MAX is {}",
                     key.len() + value.len(),

@@ -1,7 +1,14 @@
-//! The core's typed errors. The server maps each variant to a gRPC status and
-//! a machine-readable reason in one place; the wording here is what users read.
+//! The core's typed errors. Each variant has one [`Reason`]
+//! ([`LockError::reason`]); the server maps it to a gRPC status in one place;
+//! the wording here is what users read.
+//!
+//! A `LockError` is stored: remembered outcomes (for idempotent retries) keep
+//! it in the state, hence in snapshots, encoded with postcard, which relies on
+//! the variants' order and fields. New variants go last; a field change
+//! changes the stored form of its variant (see `InvalidArgument`).
 
-use crate::{FencedKey, LeaseId, LockName, Token};
+use crate::limits::Limit;
+use crate::{FencedKey, LeaseId, LockName, Reason, Token};
 use serde::{Deserialize, Serialize};
 
 /// Why a command was refused. Every variant says what happened and carries
@@ -39,13 +46,22 @@ pub enum LockError {
         name: LockName,
         holder_token: Option<Token>,
     },
-    /// A field of the request is malformed or out of bounds.
+    /// A field of the request is malformed or out of bounds. Checked before
+    /// a command is proposed (and again, identically, at apply), so it is
+    /// never among the stored outcomes: its `limit` field, added after the
+    /// variant was first stored, does not break an older snapshot.
     #[error("invalid {field}: {reason}")]
-    InvalidArgument { field: String, reason: String },
+    InvalidArgument {
+        field: String,
+        /// The limit the field crossed, if a limit is what it broke.
+        limit: Option<Limit>,
+        reason: String,
+    },
     /// A limit from [`crate::limits`] would be exceeded.
     #[error("limit {limit} ({max}) reached: {what}")]
     ResourceExhausted {
-        limit: String,
+        /// Stored as its name: the same bytes as the `String` it once was.
+        limit: Limit,
         max: u64,
         what: String,
     },
@@ -73,20 +89,46 @@ pub enum LockError {
 }
 
 impl LockError {
-    /// Shorthand for an [`LockError::InvalidArgument`].
+    /// An [`LockError::InvalidArgument`] that no limit bounds (an empty or
+    /// malformed field).
     pub fn invalid(field: &str, reason: impl Into<String>) -> LockError {
         LockError::InvalidArgument {
             field: field.to_owned(),
+            limit: None,
             reason: reason.into(),
         }
     }
 
-    /// Shorthand for a [`LockError::ResourceExhausted`].
-    pub fn exhausted(limit: &str, max: usize, what: impl Into<String>) -> LockError {
+    /// An [`LockError::InvalidArgument`] for a field past `limit`.
+    pub fn over_limit(field: &str, limit: Limit, reason: impl Into<String>) -> LockError {
+        LockError::InvalidArgument {
+            field: field.to_owned(),
+            limit: Some(limit),
+            reason: reason.into(),
+        }
+    }
+
+    /// A [`LockError::ResourceExhausted`] of `limit` (its value is the max).
+    pub fn exhausted(limit: Limit, what: impl Into<String>) -> LockError {
         LockError::ResourceExhausted {
-            limit: limit.to_owned(),
-            max: max as u64,
+            limit,
+            max: limit.value(),
             what: what.into(),
+        }
+    }
+
+    /// The machine-readable reason of this error.
+    pub fn reason(&self) -> Reason {
+        match self {
+            LockError::LeaseNotFound { .. } => Reason::LeaseNotFound,
+            LockError::LeaseExpired { .. } => Reason::LeaseExpired,
+            LockError::NotHolder { .. } => Reason::NotHolder,
+            LockError::NoSuchLock { .. } => Reason::NoSuchLock,
+            LockError::Busy { .. } => Reason::Busy,
+            LockError::InvalidArgument { .. } => Reason::InvalidArgument,
+            LockError::ResourceExhausted { .. } => Reason::ResourceExhausted,
+            LockError::StaleToken { .. } => Reason::StaleToken,
+            LockError::Unfenced { .. } => Reason::Unfenced,
         }
     }
 }
@@ -117,5 +159,45 @@ fn busy_hint(holder_token: &Option<Token>) -> String {
     match holder_token {
         Some(token) => format!("held with token {token}"),
         None => "in its lock delay after the holder expired".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Serialize;
+
+    /// The stored form of a `ResourceExhausted` written before the limit was
+    /// typed (the seventh variant, its limit a `String`) decodes unchanged.
+    #[test]
+    fn a_resource_exhausted_stored_with_a_string_limit_still_decodes() {
+        #[derive(Serialize)]
+        #[allow(dead_code)]
+        enum Before {
+            LeaseNotFound,
+            LeaseExpired,
+            NotHolder,
+            NoSuchLock,
+            Busy,
+            InvalidArgument,
+            ResourceExhausted {
+                limit: String,
+                max: u64,
+                what: String,
+            },
+        }
+        let stored = postcard::to_allocvec(&Before::ResourceExhausted {
+            limit: "LOCKS_PER_LEASE_MAX".into(),
+            max: 1_024,
+            what: "lease 7 holds or waits for 1024 locks".into(),
+        })
+        .unwrap();
+        let read: LockError = postcard::from_bytes(&stored).unwrap();
+        let now = LockError::exhausted(
+            Limit::LocksPerLeaseMax,
+            "lease 7 holds or waits for 1024 locks",
+        );
+        assert_eq!(read, now);
+        assert_eq!(postcard::to_allocvec(&now).unwrap(), stored);
     }
 }

@@ -6,8 +6,9 @@
 //! stored entry and the table with its byte accounting; the apply path is
 //! `state/fenced.rs`.
 
+use crate::limits::{self, Limit};
 use crate::name::check_name_text;
-use crate::{limits, LockError, LockName, Token};
+use crate::{LockError, LockName, Token};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -20,12 +21,7 @@ pub struct FencedKey(String);
 impl FencedKey {
     /// Validates `raw` as a key. The error names the field `key` and the limit.
     pub fn parse(raw: &str) -> Result<FencedKey, LockError> {
-        check_name_text(
-            "key",
-            raw,
-            limits::FENCED_KEY_BYTES_MAX,
-            "FENCED_KEY_BYTES_MAX",
-        )?;
+        check_name_text("key", raw, Limit::FencedKeyBytesMax)?;
         Ok(FencedKey(raw.to_owned()))
     }
 
@@ -52,8 +48,9 @@ impl std::str::FromStr for FencedKey {
 /// Checks a value's size against [`limits::FENCED_VALUE_BYTES_MAX`].
 pub fn check_fenced_value(value: &[u8]) -> Result<(), LockError> {
     if value.len() > limits::FENCED_VALUE_BYTES_MAX {
-        return Err(LockError::invalid(
+        return Err(LockError::over_limit(
             "value",
+            Limit::FencedValueBytesMax,
             format!(
                 "is {} bytes; the limit FENCED_VALUE_BYTES_MAX is {}",
                 value.len(),
@@ -108,8 +105,7 @@ impl FencedStore {
         let old = self.entries.get(key);
         if old.is_none() && self.entries.len() >= limits::FENCED_KEYS_MAX {
             return Err(LockError::exhausted(
-                "FENCED_KEYS_MAX",
-                limits::FENCED_KEYS_MAX,
+                Limit::FencedKeysMax,
                 format!("the fenced store holds {} keys", self.entries.len()),
             ));
         }
@@ -117,8 +113,7 @@ impl FencedStore {
         let after = self.bytes - freed + key.0.len() + value_len;
         if after > limits::FENCED_STORE_BYTES_MAX {
             return Err(LockError::exhausted(
-                "FENCED_STORE_BYTES_MAX",
-                limits::FENCED_STORE_BYTES_MAX,
+                Limit::FencedStoreBytesMax,
                 format!(
                     "the fenced store holds {} bytes; this write would make it {after}",
                     self.bytes

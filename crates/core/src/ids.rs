@@ -33,8 +33,9 @@ impl RequestId {
             return Ok(None);
         }
         if raw.len() > crate::limits::REQUEST_ID_BYTES_MAX {
-            return Err(crate::LockError::invalid(
+            return Err(crate::LockError::over_limit(
                 "request_id",
+                crate::Limit::RequestIdBytesMax,
                 format!(
                     "is {} bytes; the limit REQUEST_ID_BYTES_MAX is {}",
                     raw.len(),

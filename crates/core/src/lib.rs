@@ -12,7 +12,10 @@
 //! produced), [`State`] (the tables and `apply`), [`LockName`] (the one way to
 //! build a name), [`FencedKey`] and [`FencedEntry`] (the fenced store, a
 //! key space written only by a lock's current holder), [`limits`] (every
-//! bound, by name), [`LockError`].
+//! bound, by name, and [`Limit`] naming each as data), [`LockError`] and its
+//! [`Reason`] (the closed set of reasons every layer matches), and
+//! [`lessor`] (the deadlines the leader enforces, on monotonic milliseconds
+//! the server passes in).
 //!
 //! ```
 //! use leasehold_core::{Command, OwnerInfo, Reply, State};
@@ -32,11 +35,13 @@ mod error;
 mod fenced;
 mod ids;
 mod lease;
+pub mod lessor;
 pub mod limits;
 mod lock;
 mod name;
 pub mod nearby;
 pub mod outcome;
+mod reason;
 mod state;
 
 pub use command::{Acquire, Command, OwnerInfo};
@@ -44,7 +49,9 @@ pub use error::LockError;
 pub use fenced::{check_fenced_value, FencedEntry, FencedKey};
 pub use ids::{LeaseId, RequestId, Revision, Token};
 pub use lease::Lease;
+pub use limits::Limit;
 pub use lock::{Holder, Lock, LockDelay, Waiter};
 pub use name::LockName;
 pub use outcome::{Applied, Effect, FreeCause, Outcome, Reply, WaitEndCause};
+pub use reason::{Reason, UnknownReason};
 pub use state::{FailedRelease, ForceReleaseRecord, State};

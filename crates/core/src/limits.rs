@@ -1,7 +1,15 @@
 //! Every limit Leasehold enforces, in one place. Each is checked at the
 //! boundary (validation of a command before it is proposed, or the core's
 //! apply for limits that depend on state) and named in its error, so an
-//! operator reading an error can find the limit here by its name.
+//! operator reading an error can find the limit here by its name. The
+//! constants are the values; [`Limit`] names each of them as data, which an
+//! error carries (`LockError::InvalidArgument::limit`,
+//! `LockError::ResourceExhausted::limit`) and the server copies into
+//! `ErrorDetail.limit` as the constant's name.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
 
 /// Longest lock name, in bytes.
 pub const NAME_BYTES_MAX: usize = 512;
@@ -57,6 +65,9 @@ pub const CONNECTIONS_MAX: usize = 4_096;
 /// Concurrent gRPC calls and streams on one connection (HTTP/2
 /// SETTINGS_MAX_CONCURRENT_STREAMS); a client past it waits for a slot.
 pub const STREAMS_PER_CONNECTION_MAX: u32 = 1_024;
+/// Events a `Watch.Events` follower may fall behind by before its stream is
+/// ended with an error (it can reconnect and replay the recent ones).
+pub const EVENTS_FOLLOW_BUFFER: usize = 4_096;
 /// Locks returned by one List call.
 pub const LIST_LOCKS_MAX: usize = 10_000;
 /// Longest fenced-store key, in bytes (same rules as lock names).
@@ -79,3 +90,142 @@ const _: () = assert!(
         <= REQUEST_BYTES_MAX
 );
 const _: () = assert!(FENCED_KEY_BYTES_MAX + FENCED_VALUE_BYTES_MAX <= FENCED_STORE_BYTES_MAX);
+
+/// Declares [`Limit`] from one list of (variant, constant), so each variant's
+/// name is its constant's name and its value the constant's value.
+macro_rules! limits {
+    ($($variant:ident => $constant:ident,)+) => {
+        /// A limit of this module, as data: an error carries the one it hit,
+        /// so no reader parses the name back out of the message. Stored (in
+        /// remembered outcomes, hence in snapshots) as its name, the form the
+        /// limit had before it was typed.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(into = "&'static str", try_from = "String")]
+        pub enum Limit {
+            $(#[doc = concat!("[`", stringify!($constant), "`]")] $variant,)+
+        }
+
+        impl Limit {
+            /// Every limit, in this module's order.
+            pub const ALL: &'static [Limit] = &[$(Limit::$variant,)+];
+
+            /// The constant's name (`NAME_BYTES_MAX`), as errors name it.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Limit::$variant => stringify!($constant),)+
+                }
+            }
+
+            /// The constant's value.
+            pub const fn value(self) -> u64 {
+                match self {
+                    $(Limit::$variant => $constant as u64,)+
+                }
+            }
+        }
+    };
+}
+
+limits! {
+    NameBytesMax => NAME_BYTES_MAX,
+    TtlMsMin => TTL_MS_MIN,
+    TtlMsMax => TTL_MS_MAX,
+    WaitMsMax => WAIT_MS_MAX,
+    LockDelayMsMax => LOCK_DELAY_MS_MAX,
+    MaxHoldMsMax => MAX_HOLD_MS_MAX,
+    WaitersPerLockMax => WAITERS_PER_LOCK_MAX,
+    LocksPerLeaseMax => LOCKS_PER_LEASE_MAX,
+    LeasesMax => LEASES_MAX,
+    RequestIdBytesMax => REQUEST_ID_BYTES_MAX,
+    DedupPerLeaseMax => DEDUP_PER_LEASE_MAX,
+    OwnerFieldBytesMax => OWNER_FIELD_BYTES_MAX,
+    LabelsMax => LABELS_MAX,
+    LabelBytesMax => LABEL_BYTES_MAX,
+    ExpiredLeasesRemembered => EXPIRED_LEASES_REMEMBERED,
+    RevocationsRemembered => REVOCATIONS_REMEMBERED,
+    FailedReleasesRemembered => FAILED_RELEASES_REMEMBERED,
+    EndedHoldsRemembered => ENDED_HOLDS_REMEMBERED,
+    ForceReleasesRemembered => FORCE_RELEASES_REMEMBERED,
+    ForceReasonBytesMax => FORCE_REASON_BYTES_MAX,
+    ForceCallerBytesMax => FORCE_CALLER_BYTES_MAX,
+    NearbyNamesMax => NEARBY_NAMES_MAX,
+    RequestBytesMax => REQUEST_BYTES_MAX,
+    ConnectionsMax => CONNECTIONS_MAX,
+    StreamsPerConnectionMax => STREAMS_PER_CONNECTION_MAX,
+    EventsFollowBuffer => EVENTS_FOLLOW_BUFFER,
+    ListLocksMax => LIST_LOCKS_MAX,
+    FencedKeyBytesMax => FENCED_KEY_BYTES_MAX,
+    FencedValueBytesMax => FENCED_VALUE_BYTES_MAX,
+    FencedKeysMax => FENCED_KEYS_MAX,
+    FencedStoreBytesMax => FENCED_STORE_BYTES_MAX,
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<Limit> for &'static str {
+    fn from(limit: Limit) -> &'static str {
+        limit.as_str()
+    }
+}
+
+/// A limit name this build does not know (read from data written by a
+/// build with a limit this one lacks).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown limit {0:?}: the data was written by a newer build")]
+pub struct UnknownLimit(pub String);
+
+impl FromStr for Limit {
+    type Err = UnknownLimit;
+
+    /// Parses a constant's name ([`Limit::as_str`]).
+    fn from_str(name: &str) -> Result<Limit, UnknownLimit> {
+        Limit::ALL
+            .iter()
+            .find(|limit| limit.as_str() == name)
+            .copied()
+            .ok_or_else(|| UnknownLimit(name.to_owned()))
+    }
+}
+
+impl TryFrom<String> for Limit {
+    type Error = UnknownLimit;
+
+    fn try_from(name: String) -> Result<Limit, UnknownLimit> {
+        name.parse()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_limit_round_trips_through_its_name() {
+        for &limit in Limit::ALL {
+            assert_eq!(limit.as_str().parse(), Ok(limit));
+            assert_eq!(limit.to_string(), limit.as_str());
+        }
+        assert_eq!(Limit::NameBytesMax.as_str(), "NAME_BYTES_MAX");
+        assert_eq!(Limit::NameBytesMax.value(), NAME_BYTES_MAX as u64);
+        assert_eq!(Limit::TtlMsMin.value(), TTL_MS_MIN);
+        assert!("NOT_A_LIMIT".parse::<Limit>().is_err());
+    }
+
+    /// A limit is stored as its name: exactly the bytes of the `String` it
+    /// was before it was typed, so remembered outcomes written then decode.
+    #[test]
+    fn a_limit_is_stored_as_the_string_it_used_to_be() {
+        for &limit in Limit::ALL {
+            let typed = postcard::to_allocvec(&limit).unwrap();
+            let named = postcard::to_allocvec(&limit.as_str().to_owned()).unwrap();
+            assert_eq!(typed, named, "{limit}");
+            assert_eq!(postcard::from_bytes::<Limit>(&named).unwrap(), limit);
+        }
+        let unknown = postcard::to_allocvec("NOT_A_LIMIT").unwrap();
+        assert!(postcard::from_bytes::<Limit>(&unknown).is_err());
+    }
+}

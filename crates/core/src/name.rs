@@ -1,11 +1,12 @@
 //! `LockName`: the one place lock names are built and validated, used by
 //! acquire and release alike, so both sides agree byte for byte.
 
-use crate::{limits, LockError};
+use crate::limits::Limit;
+use crate::LockError;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// A validated lock name: UTF-8, 1..=[`limits::NAME_BYTES_MAX`] bytes, no
+/// A validated lock name: UTF-8, 1..=[`crate::limits::NAME_BYTES_MAX`] bytes, no
 /// control characters, `/`-separated hierarchy. Byte-exact: no normalisation.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct LockName(String);
@@ -13,7 +14,7 @@ pub struct LockName(String);
 impl LockName {
     /// Validates `raw` as a lock name. The error names the field `name` and the limit.
     pub fn parse(raw: &str) -> Result<LockName, LockError> {
-        check_name_text("name", raw, limits::NAME_BYTES_MAX, "NAME_BYTES_MAX")?;
+        check_name_text("name", raw, Limit::NameBytesMax)?;
         Ok(LockName(raw.to_owned()))
     }
 
@@ -70,20 +71,17 @@ impl LockName {
 }
 
 /// The rules every name-like text follows (lock names, fenced-store keys):
-/// non-empty, at most `max` bytes (the limit `limit`), no control
-/// characters. The error names `field` and the limit.
-pub(crate) fn check_name_text(
-    field: &str,
-    raw: &str,
-    max: usize,
-    limit: &str,
-) -> Result<(), LockError> {
+/// non-empty, at most `limit` bytes, no control characters. The error
+/// names `field` and the limit.
+pub(crate) fn check_name_text(field: &str, raw: &str, limit: Limit) -> Result<(), LockError> {
     if raw.is_empty() {
         return Err(LockError::invalid(field, "must not be empty"));
     }
-    if raw.len() > max {
-        return Err(LockError::invalid(
+    let max = limit.value();
+    if raw.len() as u64 > max {
+        return Err(LockError::over_limit(
             field,
+            limit,
             format!("is {} bytes; the limit {limit} is {max}", raw.len()),
         ));
     }
@@ -152,6 +150,7 @@ impl std::borrow::Borrow<str> for LockName {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits;
 
     #[test]
     fn rejects_empty_oversize_and_control_characters() {

@@ -145,4 +145,13 @@ pub enum Effect {
         token: Token,
         delay_ms: u64,
     },
+    /// `lease` joined the queue of `name`, waiting at most `wait_ms`: arm a
+    /// timer that proposes `CancelWait { timed_out: true }` when the wait
+    /// runs out (every node arms it, so a new leader knows it). Appended
+    /// last so that the variants before it keep their encoding.
+    WaiterQueued {
+        name: LockName,
+        lease: LeaseId,
+        wait_ms: u64,
+    },
 }

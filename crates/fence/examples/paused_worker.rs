@@ -78,7 +78,7 @@ fn main() -> Result<()> {
         endpoints: std::env::var("LEASEHOLD_ENDPOINTS")
             .unwrap_or_else(|_| "http://127.0.0.1:7420".to_owned()),
         dsn: std::env::var("LEASEHOLD_POSTGRES")
-            .unwrap_or_else(|_| leasehold_fence::postgres::local::LOCAL_DSN.to_owned()),
+            .unwrap_or_else(|_| leasehold_testkit::postgres::LOCAL_DSN.to_owned()),
         resource: format!("{TABLE}/run-{run}"),
         started: Instant::now(),
     };

@@ -1,58 +1,33 @@
 #![cfg(feature = "postgres")]
-//! The PostgreSQL adapter against a real server.
-//!
-//! Where the server is: `LEASEHOLD_TEST_POSTGRES` (a libpq-style connection
-//! string), which `.ci/run` exports after installing and starting
-//! PostgreSQL. Without it, in CI (`CI=true`) every test fails; elsewhere the
-//! tests use `leasehold_fence::postgres::local::LOCAL_DSN`, the role and database `.ci/run` creates, so a
-//! newcomer who ran `bash .ci/run` once can run `cargo test --workspace`.
-//! A server that cannot be reached fails the tests; nothing is skipped —
-//! except the restart test, which outside CI needs
+//! The PostgreSQL adapter against a real server, found as
+//! `leasehold_testkit::postgres` says (`LEASEHOLD_TEST_POSTGRES`, which
+//! `.ci/run` exports; required under `CI=true`; else the database `.ci/run`
+//! creates). A server that cannot be reached fails the tests; nothing is
+//! skipped — except the restart test, which outside CI needs
 //! `LEASEHOLD_TEST_POSTGRES_RESTART` (the command that restarts the server,
 //! e.g. `pg_ctlcluster 15 main restart`) and says loudly when it skips.
+//! What every adapter must do is in the conformance suite
+//! (`tests/conformance`); these are the PostgreSQL specifics.
 //!
 //! Every test uses its own tables and resource names (random suffix), so
 //! tests run in parallel and re-run against the same database.
 
-use leasehold_fence::postgres::local::{in_ci, test_dsn as dsn};
 use leasehold_fence::postgres::{self, fenced_transaction, FenceError};
+use leasehold_testkit::postgres::try_connect;
+use leasehold_testkit::{in_ci, unique};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
 
 /// The restart test holds this exclusively; every other test holds it
 /// shared, so a restart never cuts another test's connections.
 static SERVER: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
-async fn try_connect() -> Result<Client, tokio_postgres::Error> {
-    let (client, connection) = tokio_postgres::connect(&dsn(), NoTls).await?;
-    tokio::spawn(async move {
-        // Ends with an error when the server restarts; the client sees it.
-        let _ = connection.await;
-    });
-    Ok(client)
-}
-
 /// A fresh connection with the adapter's tables in place.
 async fn connect() -> Client {
-    let client = try_connect().await.unwrap_or_else(|error| {
-        panic!(
-            "cannot connect to PostgreSQL ({}): {error}\n\
-             Run `bash .ci/run` once (installs and starts PostgreSQL, creates the test database) \
-             or set LEASEHOLD_TEST_POSTGRES to a connection string.",
-            dsn()
-        )
-    });
+    let client = leasehold_testkit::postgres::connect().await;
     postgres::migrate(&client).await.expect("migrate");
     client
-}
-
-/// `prefix` plus a suffix unique to this process and call: a valid SQL
-/// identifier, so it names tables as well as resources.
-fn unique(prefix: &str) -> String {
-    use std::hash::{BuildHasher, RandomState};
-    let random = RandomState::new().hash_one(Instant::now()) & 0xffff_ffff;
-    format!("{prefix}_{}_{random:08x}", std::process::id())
 }
 
 /// A small seeded generator (xorshift64*): the writers' interleaved tokens

@@ -1,49 +1,21 @@
-//! The Redis adapter against a real redis-server.
+//! The Redis adapter against a real redis-server, found as
+//! `leasehold_testkit::redis` says (`LEASEHOLD_TEST_REDIS`, which `.ci/run`
+//! sets; required under `CI=true`; elsewhere 127.0.0.1:6379 if it answers,
+//! else the tests say so loudly and return). What every adapter must do
+//! is in the conformance suite (`tests/conformance`); these are the Redis
+//! specifics.
 //!
-//! Where the server is: `LEASEHOLD_TEST_REDIS` (`host:port`; `.ci/run`
-//! starts one and sets it). Under CI (`CI=true`) a missing variable FAILS
-//! the tests — a CI run that silently skipped them would be a test that
-//! can't fail. Outside CI, without the variable, the tests try
-//! 127.0.0.1:6379 and, if nothing answers there, print a loud notice and
-//! return, so `cargo test` still works on a laptop without Redis.
-//!
-//! Every test uses its own key names (test name + process id + a nonce) so
+//! Every test uses its own key names (`leasehold_testkit::unique`) so
 //! tests may run in parallel against one shared server.
 
+use leasehold_core::limits::NAME_BYTES_MAX;
 use leasehold_fence::redis::resp::{Connection, Reply};
 use leasehold_fence::redis::{FenceError, RedisFence, SCRIPT, TOKEN_MAX};
+use leasehold_testkit::redis::addr as server;
+use leasehold_testkit::unique;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-
-const DEFAULT_ADDR: &str = "127.0.0.1:6379";
-
-/// The server to test against, or `None` (after a loud notice) outside CI
-/// when none is configured or running.
-async fn server() -> Option<String> {
-    if let Ok(addr) = std::env::var("LEASEHOLD_TEST_REDIS") {
-        return Some(addr);
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("CI=true but LEASEHOLD_TEST_REDIS is not set: .ci/run must start redis-server and export it");
-    }
-    if Connection::connect(DEFAULT_ADDR).await.is_ok() {
-        return Some(DEFAULT_ADDR.to_owned());
-    }
-    eprintln!(
-        "\n!!!!!!!! SKIPPING Redis fencing tests: LEASEHOLD_TEST_REDIS is unset and nothing \
-         answers on {DEFAULT_ADDR}. Start redis-server or set LEASEHOLD_TEST_REDIS. !!!!!!!!\n"
-    );
-    None
-}
-
-/// A key name no other test (or earlier run) uses.
-fn unique(test: &str) -> String {
-    static NONCE: AtomicU64 = AtomicU64::new(0);
-    let now = leasehold_fence::audit::now_unix_ms();
-    let n = NONCE.fetch_add(1, Ordering::Relaxed);
-    format!("leasehold-test:{test}:{}:{now}:{n}", std::process::id())
-}
 
 async fn get(conn: &mut Connection, key: &str) -> Option<String> {
     match conn.command(&[b"GET", key.as_bytes()]).await.unwrap() {
@@ -396,4 +368,19 @@ async fn t40_survives_script_flush() {
     // NOSCRIPT → SCRIPT LOAD → retry, invisibly.
     fence.set(&key, "l", 2, "two").await.unwrap();
     assert_eq!(stale(fence.set(&key, "l", 1, "old").await), (1, 2));
+}
+
+#[tokio::test]
+async fn t50_lock_names_up_to_the_core_limit_are_accepted() {
+    let Some(addr) = server().await else { return };
+    let mut fence = RedisFence::connect(&addr).await.unwrap();
+    // The adapter once stopped at 256 bytes, below the server's limit; the
+    // conformance suite fences a name of exactly NAME_BYTES_MAX bytes.
+    let (key, longest) = (unique("names"), "n".repeat(NAME_BYTES_MAX));
+    fence.set(&key, &longest, 1, "one").await.unwrap();
+    let too_long = format!("{longest}n");
+    let error = fence.set(&key, &too_long, 2, "two").await.unwrap_err();
+    assert!(matches!(error, FenceError::InvalidLock { .. }), "{error:?}");
+    assert!(error.to_string().contains("NAME_BYTES_MAX"), "{error}");
+    assert_eq!(fence.highest(&key, &longest).await.unwrap(), Some(1));
 }

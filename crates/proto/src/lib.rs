@@ -4,7 +4,8 @@
 //! at build time. Server, CLI and client all speak through these types; other
 //! languages generate their clients from the same files, or ask the server's
 //! reflection, which serves [`PUBLIC_FILE_DESCRIPTOR_SET`]. [`status`] is the
-//! one writer and reader of the error details a failed call carries.
+//! one writer and reader of the error details a failed call carries;
+//! [`reason`] converts their typed reason to and from the core's.
 //!
 //! ```no_run
 //! use leasehold_proto::v1::lock_client::LockClient;
@@ -27,6 +28,7 @@ pub mod v1 {
     tonic::include_proto!("leasehold.v1");
 }
 
+pub mod reason;
 pub mod status;
 
 /// The encoded `FileDescriptorSet` of the public `leasehold.v1` services

@@ -7,19 +7,21 @@
 //!
 //! - `code` and `message`: the same as the gRPC status;
 //! - `details[0]`: a `google.rpc.ErrorInfo` with `reason` (the Leasehold
-//!   reason, `NotHolder`, `Busy`, …, the same word as everywhere else),
+//!   reason's name, `NotHolder`, `Busy`, …, the same word as everywhere else),
 //!   `domain` = [`DOMAIN`], and `metadata` holding the non-empty fields of
 //!   the [`ErrorDetail`] as strings, so generic readers see them;
 //! - `details[1]`: the full [`ErrorDetail`] packed as `google.protobuf.Any`
 //!   ([`ERROR_DETAIL_TYPE_URL`]).
 //!
-//! The reason also travels in the `leasehold-reason` metadata. The server
-//! writes with [`with_detail`]; every Rust client reads with
-//! [`error_detail`] and [`reason`]. In-band stream errors
+//! The reason also travels in the `leasehold-reason` metadata, and typed in
+//! `ErrorDetail.code` (see [`crate::reason`]). The server writes with
+//! [`with_detail`]; every Rust client reads with [`error_detail`] and
+//! [`typed_reason`] (or [`reason`] for the name alone). In-band stream errors
 //! (`KeepAliveResponse.error`, `SessionResponse.error`) are plain
 //! `ErrorDetail` messages, not statuses.
 
 use crate::v1::ErrorDetail;
+use leasehold_core::{Reason, UnknownReason};
 use prost::Message;
 use prost_types::Any;
 use std::collections::HashMap;
@@ -115,20 +117,31 @@ pub fn error_detail(status: &tonic::Status) -> Option<ErrorDetail> {
     }
 }
 
-/// The server's machine-readable reason (`Busy`, `NotLeader`, …), from the
-/// detail or else the `leasehold-reason` metadata; `None` for errors that
-/// did not come from a Leasehold server (transport failures, tonic's own).
+/// The server's machine-readable reason, typed: from the detail
+/// ([`ErrorDetail::typed_reason`]: its `code`, else its name) or else the
+/// `leasehold-reason` metadata; `Err` with the name for a reason this build
+/// does not know (a newer server); `None` for errors that did not come from
+/// a Leasehold server (transport failures, tonic's own).
+pub fn typed_reason(
+    status: &tonic::Status,
+    detail: Option<&ErrorDetail>,
+) -> Option<Result<Reason, UnknownReason>> {
+    detail.and_then(ErrorDetail::typed_reason).or_else(|| {
+        status
+            .metadata()
+            .get(REASON_METADATA)
+            .and_then(|v| v.to_str().ok())
+            .map(str::parse)
+    })
+}
+
+/// The name of the server's reason (`Busy`, `NotLeader`, …, or an unknown
+/// one as sent), as [`typed_reason`] finds it.
 pub fn reason(status: &tonic::Status, detail: Option<&ErrorDetail>) -> Option<String> {
-    detail
-        .map(|d| d.reason.clone())
-        .filter(|r| !r.is_empty())
-        .or_else(|| {
-            status
-                .metadata()
-                .get(REASON_METADATA)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        })
+    typed_reason(status, detail).map(|reason| match reason {
+        Ok(known) => known.as_str().to_owned(),
+        Err(UnknownReason(name)) => name,
+    })
 }
 
 #[cfg(test)]
@@ -208,5 +221,27 @@ mod tests {
         );
         assert_eq!(error_detail(&status), None);
         assert_eq!(reason(&status, None), None);
+    }
+
+    #[test]
+    fn the_typed_reason_is_read_from_the_detail_else_the_metadata() {
+        let status = with_detail(
+            Code::FailedPrecondition,
+            &ErrorDetail::new(Reason::Busy, "m"),
+        );
+        let detail = error_detail(&status);
+        assert_eq!(
+            typed_reason(&status, detail.as_ref()),
+            Some(Ok(Reason::Busy))
+        );
+        let mut bare = tonic::Status::failed_precondition("held");
+        bare.metadata_mut()
+            .insert(REASON_METADATA, "NotHolder".parse().unwrap());
+        assert_eq!(typed_reason(&bare, None), Some(Ok(Reason::NotHolder)));
+        bare.metadata_mut()
+            .insert(REASON_METADATA, "Newer".parse().unwrap());
+        let unknown = Some(Err(UnknownReason("Newer".into())));
+        assert_eq!(typed_reason(&bare, None), unknown);
+        assert_eq!(reason(&bare, None).as_deref(), Some("Newer"));
     }
 }

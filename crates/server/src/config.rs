@@ -1,6 +1,7 @@
 //! Validated server configuration. Only a validated `ServeConfig` reaches the
 //! node: inconsistent settings are refused at start-up with a clear error.
 
+use crate::raft::node::RaftTimings;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -15,8 +16,14 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     /// This node's Raft id (≠ 0).
     pub node_id: u64,
-    /// Extra time a lease gets when a new leader takes over (guarantee 5).
+    /// Extra time a lease gets when its deadline falls just after a new
+    /// leader took over (docs/DESIGN.md guarantee 5): time for its holder,
+    /// which could not renew during the election, to renew through the new
+    /// leader. Must cover `leader_lease − election_timeout_min` of
+    /// `raft_timings` (see [`ServeConfig::validate`]).
     pub failover_margin: Duration,
+    /// Raft's heartbeat, election timeouts and leader lease.
+    pub raft_timings: RaftTimings,
     /// Log entries between snapshots (bounds the log and the replay at restart).
     pub snapshot_every_entries: u64,
     /// The members of a new cluster (node id → host:port other nodes and
@@ -39,6 +46,7 @@ impl ServeConfig {
             listen,
             node_id: 1,
             failover_margin: Duration::from_millis(500),
+            raft_timings: RaftTimings::default(),
             snapshot_every_entries: crate::raft::node::SNAPSHOT_EVERY_ENTRIES,
             peers: BTreeMap::new(),
             join: false,
@@ -97,6 +105,101 @@ impl ServeConfig {
                 "snapshot_every_entries must be at least 1".into(),
             ));
         }
-        Ok(())
+        self.raft_timings
+            .validate()
+            .map_err(crate::ServeError::Config)?;
+        self.check_failover_margin()
+    }
+
+    /// The failover margin must cover the time a lease's holder may still
+    /// be held up by the old leader after a new one took over. A new leader
+    /// can be elected as soon as `election_timeout_min` after the old one
+    /// last reached a quorum (voters that restarted meanwhile hold no
+    /// follower lease and vote at once), while the old leader's clients
+    /// wait on it until its leader lease runs out: only then are their
+    /// renewals refused and sent on. So the margin is at least
+    /// `leader_lease − election_timeout_min` (500 ms with the defaults).
+    fn check_failover_margin(&self) -> Result<(), crate::ServeError> {
+        let timings = &self.raft_timings;
+        let held_up = timings
+            .leader_lease
+            .saturating_sub(timings.election_timeout_min);
+        if self.failover_margin >= held_up {
+            return Ok(());
+        }
+        Err(crate::ServeError::Config(format!(
+            "failover margin {} ms does not cover leader lease {} ms − election timeout min {} ms = {} ms, \
+             the time a holder may still wait on the old leader after a new one took over; \
+             raise the failover margin to at least {} ms, or shorten the leader lease",
+            self.failover_margin.as_millis(),
+            timings.leader_lease.as_millis(),
+            timings.election_timeout_min.as_millis(),
+            held_up.as_millis(),
+            held_up.as_millis(),
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> ServeConfig {
+        ServeConfig::single_node("data".into(), "127.0.0.1:7420".parse().unwrap())
+    }
+
+    fn refusal(config: &ServeConfig) -> String {
+        match config.validate() {
+            Err(crate::ServeError::Config(why)) => why,
+            other => panic!("expected a refused configuration, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_defaults_are_valid_and_the_margin_covers_exactly() {
+        let config = config();
+        config.validate().unwrap();
+        let timings = config.raft_timings;
+        assert_eq!(
+            config.failover_margin,
+            timings.leader_lease - timings.election_timeout_min
+        );
+    }
+
+    #[test]
+    fn a_failover_margin_below_lease_minus_election_min_is_refused() {
+        let mut config = config();
+        config.failover_margin = Duration::from_millis(300);
+        let why = refusal(&config);
+        for named in [
+            "failover margin 300 ms",
+            "leader lease 1000 ms",
+            "election timeout min 500 ms",
+            "at least 500 ms",
+        ] {
+            assert!(why.contains(named), "{why:?} lacks {named:?}");
+        }
+        config.raft_timings.leader_lease = Duration::from_millis(800);
+        config
+            .validate()
+            .expect("a shorter lease needs less margin");
+    }
+
+    #[test]
+    fn inconsistent_raft_timings_are_refused() {
+        let mut config = config();
+        config.raft_timings.leader_lease = Duration::from_millis(1_500);
+        config.failover_margin = Duration::from_secs(2);
+        let why = refusal(&config);
+        assert!(
+            why.contains("exceeds election timeout max 1000 ms"),
+            "{why}"
+        );
+        let mut config = self::config();
+        config.raft_timings.election_timeout_min = Duration::from_millis(1_000);
+        assert!(refusal(&config).contains("election timeout max (1000 ms)"));
+        let mut config = self::config();
+        config.raft_timings.heartbeat_interval = Duration::from_millis(300);
+        assert!(refusal(&config).contains("fewer than 5 heartbeats"));
     }
 }

@@ -16,9 +16,7 @@ use tokio::sync::broadcast;
 
 /// Events kept for replay (oldest forgotten first).
 pub const EVENTS_REMEMBERED: usize = 1_024;
-/// Events a follower may fall behind by before its stream is ended with an
-/// error (it can reconnect and replay the recent ones).
-pub const EVENTS_FOLLOW_BUFFER: usize = 4_096;
+pub use leasehold_core::limits::EVENTS_FOLLOW_BUFFER;
 
 /// What happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

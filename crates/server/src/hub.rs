@@ -88,10 +88,10 @@ impl ApplyHub {
     }
 
     fn effect(&self, state: &State, at: At, effect: &Effect) {
+        self.timers.effect(effect);
         match effect {
             Effect::LeaseRenewed { lease, ttl_ms } => self.lease_renewed(state, *lease, *ttl_ms),
             Effect::LeaseEnded { lease, expired } => {
-                self.timers.update(|table, _| table.lease_ended(*lease));
                 self.ended.lease_ended(*lease);
                 if *expired {
                     metrics::counter!("leasehold_leases_expired_total").increment(1);
@@ -103,25 +103,15 @@ impl ApplyHub {
                 lease,
                 token,
                 from_queue,
-                max_hold_ms,
-            } => {
-                self.lock_granted(state, at, name, *lease, *token, *from_queue);
-                if *max_hold_ms > 0 {
-                    let hold = Duration::from_millis(*max_hold_ms);
-                    self.timers
-                        .update(|table, now| table.hold_started(name.clone(), *token, hold, now));
-                }
-            }
+                ..
+            } => self.lock_granted(state, at, name, *lease, *token, *from_queue),
             Effect::LockFreed {
                 name,
                 lease,
                 token,
                 cause,
                 forced,
-            } => {
-                self.timers.hold_ended(name, *token);
-                self.lock_freed(state, at, name, *lease, *token, *cause, *forced);
-            }
+            } => self.lock_freed(state, at, name, *lease, *token, *cause, *forced),
             Effect::WaiterRemoved { name, lease, cause } => {
                 self.waiters.wake(name, *lease, WaitResult::Removed(*cause));
                 if *cause == WaitEndCause::TimedOut {
@@ -137,7 +127,7 @@ impl ApplyHub {
                 error,
             } => {
                 let owner = Self::owner(state, *lease);
-                let reason = variant_label(error);
+                let reason = error.reason().label();
                 metrics::counter!("leasehold_release_failures_total", "reason" => reason)
                     .increment(1);
                 tracing::info!(lock = %name, lease = lease.0, owner, token = token.0, error = %error, "release failed");
@@ -147,15 +137,8 @@ impl ApplyHub {
                 self.events.record(event);
             }
             Effect::FencedPutRefused { .. } => self.fenced_put_refused(state, at, effect),
-            Effect::LockDelayStarted {
-                name,
-                token,
-                delay_ms,
-            } => {
-                let delay = Duration::from_millis(*delay_ms);
-                self.timers
-                    .update(|table, now| table.delay_started(name.clone(), *token, delay, now));
-            }
+            // Deadlines only: the timers took them above.
+            Effect::LockDelayStarted { .. } | Effect::WaiterQueued { .. } => {}
         }
     }
 
@@ -183,7 +166,7 @@ impl ApplyHub {
         };
         let highest_token = highest.map_or(0, |t| t.0);
         let highest_lock = highest_lock.as_ref().map_or("", |l| l.as_str());
-        let reason = variant_label(error);
+        let reason = error.reason().label();
         metrics::counter!("leasehold_fenced_put_refusals_total", "reason" => reason).increment(1);
         tracing::warn!(key = %key, lock = %lock, lease = lease.0, owner, token = presented.0, highest_token, highest_lock, error = %error, "fenced put refused");
         let mut event = event(at, EventKind::FencedPutRefused, lock, lease, owner);
@@ -199,11 +182,7 @@ impl ApplyHub {
     /// tracks is a keep-alive: the time it had left is its margin.
     fn lease_renewed(&self, state: &State, lease: LeaseId, ttl_ms: u64) {
         let renewals = Self::renewals(state, lease);
-        let margin = self.timers.update(|table, now| {
-            let margin = table.remaining(lease, now);
-            table.lease_renewed(lease, Duration::from_millis(ttl_ms), renewals, now);
-            margin
-        });
+        let margin = self.timers.lease_renewed(lease, ttl_ms, renewals);
         if let Some(margin) = margin {
             metrics::histogram!("leasehold_keepalive_margin_seconds").record(margin.as_secs_f64());
             let ratio = margin.as_secs_f64() / (ttl_ms.max(1) as f64 / 1000.0);
@@ -360,7 +339,7 @@ impl ApplyHub {
             }
             Ok(_) => {}
             Err(error) => {
-                let reason = variant_label(error);
+                let reason = error.reason().label();
                 metrics::counter!("leasehold_command_failures_total", "reason" => reason)
                     .increment(1);
             }
@@ -405,16 +384,6 @@ fn free_cause_label(cause: FreeCause) -> String {
     snake_case(&format!("{cause:?}"))
 }
 
-/// The variant name of an error enum value, snake-cased: bounded by the
-/// number of variants, unlike the message (which names locks and leases).
-fn variant_label(value: &impl std::fmt::Debug) -> String {
-    let debug = format!("{value:?}");
-    let end = debug
-        .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
-        .unwrap_or(debug.len());
-    snake_case(&debug[..end])
-}
-
 fn snake_case(camel: &str) -> String {
     let mut out = String::with_capacity(camel.len() + 4);
     for (i, c) in camel.chars().enumerate() {
@@ -449,28 +418,15 @@ impl ApplyListener for ApplyHub {
         let mut held = self.held.lock().expect("held poisoned");
         held.clear();
         self.ended.clear();
-        self.timers.update(|table, now| {
-            table.clear();
-            for lease in state.leases() {
-                let ttl = Duration::from_millis(lease.ttl_ms);
-                table.lease_renewed(lease.id, ttl, lease.renewals, now);
+        self.timers.rebuild(state);
+        let now = self.timers.now();
+        for lock in state.locks_with_prefix("") {
+            if let Some(holder) = &lock.holder {
+                // Hold times of locks taken before the snapshot count from now.
+                let owner = Self::owner(state, holder.lease).to_owned();
+                held.insert(holder.token, HeldBy { since: now, owner });
             }
-            for lock in state.locks_with_prefix("") {
-                if let Some(delay) = &lock.delay {
-                    let span = Duration::from_millis(delay.delay_ms);
-                    table.delay_started(lock.name.clone(), delay.token, span, now);
-                }
-                if let Some(holder) = &lock.holder {
-                    // Hold times of locks taken before the snapshot count from now.
-                    let owner = Self::owner(state, holder.lease).to_owned();
-                    held.insert(holder.token, HeldBy { since: now, owner });
-                }
-                if let Some(holder) = lock.holder.as_ref().filter(|h| h.max_hold_ms > 0) {
-                    let hold = Duration::from_millis(holder.max_hold_ms);
-                    table.hold_started(lock.name.clone(), holder.token, hold, now);
-                }
-            }
-        });
+        }
     }
 }
 
@@ -487,6 +443,6 @@ mod tests {
         );
         assert_eq!(free_cause_label(FreeCause::Released), "released");
         let error = LockError::LeaseNotFound { lease: LeaseId(9) };
-        assert_eq!(variant_label(&error), "lease_not_found");
+        assert_eq!(error.reason().label(), "lease_not_found");
     }
 }

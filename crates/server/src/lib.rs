@@ -10,8 +10,8 @@
 //! to a write-ahead log and fsyncs it, then applies it to the pure state
 //! machine of `leasehold-core`; the apply hub routes each command's effects
 //! to blocked acquires ([`waiters`]) and to the leader's [`timers`] (lease
-//! expiry, lock delay, max-hold), which propose their own commands through
-//! the same log. Only the timers and the waits read a clock ([`clock`]).
+//! expiry, lock delay, max-hold, the wait of a queued acquire: the core's
+//! lessor), which propose their own commands through the same log. Only the timers and the waits read a clock ([`clock`]).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]

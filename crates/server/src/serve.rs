@@ -48,12 +48,12 @@ pub async fn serve_on(
     config.validate()?;
     let _ = crate::metrics::handle();
     let clock: Arc<dyn Clock> = Arc::new(TokioClock);
-    let waiters = Arc::new(Waiters::default());
+    let waiters = Arc::new(Waiters::new(clock.clone()));
     let timers = Arc::new(Timers::new(clock.clone(), config.failover_margin));
     let hub = Arc::new(ApplyHub::new(waiters.clone(), timers.clone()));
     let (log_store, state_machine) = open_storage(&config, hub.clone()).await?;
     let state = state_machine.shared();
-    let identity = Identity::load(config.node_id, log_store.identity_store())
+    let identity = Identity::load(config.node_id, log_store.identity_store(), clock.clone())
         .map_err(|error| ServeError::Storage(format!("cannot read the cluster id: {error}")))?;
     let identity = Arc::new(identity);
     let listen_ip = config.listen.ip();
@@ -69,10 +69,11 @@ pub async fn serve_on(
         formation: config.formation(),
         cluster_token: config.cluster_token.clone(),
         snapshot_every_entries: config.snapshot_every_entries,
+        timings: config.raft_timings,
         identity: identity.clone(),
     };
     let raft = raft::node::start(start, log_store, state_machine).await?;
-    let quorum = QuorumMonitor::spawn(raft.metrics(), contacts);
+    let quorum = QuorumMonitor::spawn(raft.metrics(), contacts, &config.raft_timings);
     let proposer = Proposer::spawn(raft.clone(), quorum.clone());
     timers::spawn(
         timers.clone(),

@@ -4,9 +4,10 @@
 //! the acquire is proposed, so a grant applied right after the enqueue can
 //! never be missed.
 
+use crate::clock::Clock;
 use leasehold_core::{LeaseId, LockName, Token, WaitEndCause};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -26,14 +27,23 @@ type Key = (LockName, LeaseId);
 type Registration = (Instant, oneshot::Sender<WaitResult>);
 
 /// Blocked acquires waiting for their grant.
-#[derive(Default)]
 pub struct Waiters {
     /// Each registration keeps when it was made, so the wake can report how
     /// long the caller waited (the `leasehold_wait_seconds` histogram).
     slots: Mutex<HashMap<Key, Vec<Registration>>>,
+    /// The clock registrations and wakes are dated on.
+    clock: Arc<dyn Clock>,
 }
 
 impl Waiters {
+    /// An empty registry dated on `clock`.
+    pub fn new(clock: Arc<dyn Clock>) -> Waiters {
+        Waiters {
+            slots: Mutex::new(HashMap::new()),
+            clock,
+        }
+    }
+
     /// Registers interest in the grant of `name` to `lease`.
     pub fn register(&self, name: LockName, lease: LeaseId) -> oneshot::Receiver<WaitResult> {
         let (tx, rx) = oneshot::channel();
@@ -41,7 +51,7 @@ impl Waiters {
         slots
             .entry((name, lease))
             .or_default()
-            .push((Instant::now(), tx));
+            .push((self.clock.now(), tx));
         rx
     }
 
@@ -64,10 +74,11 @@ impl Waiters {
             let mut slots = self.slots.lock().expect("waiters lock poisoned");
             slots.remove(&(name.clone(), lease))
         };
+        let now = self.clock.now();
         let mut longest = None;
         for (since, tx) in senders.into_iter().flatten() {
             let _ = tx.send(result);
-            longest = longest.max(Some(since.elapsed()));
+            longest = longest.max(Some(now.saturating_duration_since(since)));
         }
         longest
     }
@@ -86,15 +97,24 @@ impl Waiters {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::ManualClock;
 
     #[tokio::test]
     async fn wakes_every_registration_for_the_key() {
-        let waiters = Waiters::default();
+        let clock = Arc::new(ManualClock::starting_now());
+        let waiters = Waiters::new(clock.clone());
         let name = LockName::parse("a").unwrap();
         let first = waiters.register(name.clone(), LeaseId(1));
+        clock.advance(Duration::from_millis(100));
         let second = waiters.register(name.clone(), LeaseId(1));
         let other = waiters.register(name.clone(), LeaseId(2));
-        waiters.wake(&name, LeaseId(1), WaitResult::Granted(Token(7)));
+        clock.advance(Duration::from_millis(150));
+        let longest = waiters.wake(&name, LeaseId(1), WaitResult::Granted(Token(7)));
+        assert_eq!(
+            longest,
+            Some(Duration::from_millis(250)),
+            "the first waited longest"
+        );
         assert_eq!(first.await.unwrap(), WaitResult::Granted(Token(7)));
         assert_eq!(second.await.unwrap(), WaitResult::Granted(Token(7)));
         assert_eq!(waiters.len(), 1);

@@ -2,9 +2,8 @@
 //! concurrent acquires, batched into shared log entries, each get their own
 //! answer, and exactly one of the contenders for each lock wins.
 
-mod common;
-
-use common::{acquire, acquire_now, grant, reason, release, TestServer};
+use leasehold_testkit::grpc::{acquire, acquire_now, grant, reason, release};
+use leasehold_testkit::TestServer;
 use std::collections::BTreeSet;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,10 +2,9 @@
 //! failure in-band and stays open; a lease that is renewed does not expire,
 //! one that is not renewed does.
 
-mod common;
-
-use common::{acquire, grant, reason, TestServer};
 use leasehold_proto::v1::{GetLeaseRequest, KeepAliveRequest, RevokeRequest};
+use leasehold_testkit::grpc::{acquire, acquire_now, grant, reason};
+use leasehold_testkit::{eventually, TestServer};
 use std::time::Duration;
 use tokio_stream::StreamExt;
 
@@ -134,9 +133,9 @@ async fn holdings(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_renewal_lists_what_the_lease_holds_and_how_the_server_ended_the_rest() {
-    let (server, mut leases, mut locks) = common::TestServer::start_with_clients().await;
+    let (server, mut leases, mut locks) = TestServer::start_with_clients().await;
     let lease = grant(&mut leases, 30_000).await;
-    let kept = common::acquire_now(&mut locks, lease, "t20/kept").await;
+    let kept = acquire_now(&mut locks, lease, "t20/kept").await;
     let forced = locks
         .acquire(leasehold_proto::v1::AcquireRequest {
             fenced: true,
@@ -177,8 +176,8 @@ async fn a_renewal_lists_what_the_lease_holds_and_how_the_server_ended_the_rest(
         })
         .await
         .expect("force released");
-    common::eventually("the max hold to end", Duration::from_secs(5), || async {
-        common::lock_info_opt(&server, "t20/capped").await.is_none()
+    eventually("the max hold to end", Duration::from_secs(5), || async {
+        server.lock_info("t20/capped").await.is_none()
     })
     .await;
     let (held, ended) = holdings(&mut leases, lease).await;

@@ -3,12 +3,11 @@
 //! stream open after an error, and a queued acquire on a closed stream
 //! leaving its queue.
 
-mod common;
-
-use common::{acquire, eventually_by, grant, lock_info, release, TestServer};
 use leasehold_proto::v1::session_request::Op;
 use leasehold_proto::v1::session_response::Result as Answer;
 use leasehold_proto::v1::{KeepAliveRequest, SessionRequest, SessionResponse};
+use leasehold_testkit::grpc::{acquire, grant, release};
+use leasehold_testkit::{eventually_by, TestServer};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -109,7 +108,7 @@ async fn a_queued_acquire_leaves_the_queue_when_its_session_closes() {
         .unwrap();
     let queued = |n: usize| {
         let server = &server;
-        move || async move { lock_info(server, "q").await.waiters.len() == n }
+        move || async move { server.lock("q").await.waiters.len() == n }
     };
     let deadline = Instant::now() + Duration::from_secs(5);
     eventually_by("the waiter is queued", deadline, queued(1)).await;

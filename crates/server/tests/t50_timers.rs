@@ -2,10 +2,9 @@
 //! a lock delay keeps an expired holder's lock unavailable for its delay,
 //! and both are measured against their bounds.
 
-mod common;
-
-use common::{acquire, eventually, grant, lock_info, reason, TestServer};
 use leasehold_proto::v1::AcquireRequest;
+use leasehold_testkit::grpc::{acquire, grant, reason};
+use leasehold_testkit::{eventually, TestServer};
 use std::ops::RangeInclusive;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -67,7 +66,7 @@ async fn a_lock_delay_holds_an_expired_holders_lock_for_its_delay() {
 
     // Once the holder has expired, the lock reports its delay and stays busy.
     eventually("the holder has expired", Duration::from_secs(5), || async {
-        let lock = lock_info(&server, "ld").await;
+        let lock = server.lock("ld").await;
         let expired = lock.holder.is_none();
         if expired {
             assert!(lock.lock_delay_remaining_ms > 0 && lock.lock_delay_remaining_ms <= 1_000);

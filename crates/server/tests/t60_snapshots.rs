@@ -2,11 +2,10 @@
 //! purges, and a restart recovers the state from the snapshot plus the log
 //! after it — holders keep their tokens and new tokens are higher.
 
-mod common;
-
-use common::{acquire_now, eventually, grant, lock_info, release, TestServer};
 use leasehold_proto::v1::cluster_client::ClusterClient;
 use leasehold_proto::v1::{StatusRequest, StatusResponse};
+use leasehold_testkit::grpc::{acquire_now, grant, release};
+use leasehold_testkit::{eventually, TestServer};
 use std::time::Duration;
 
 const SNAPSHOT_EVERY: u64 = 50;
@@ -52,7 +51,7 @@ async fn restart_recovers_from_snapshot_and_log() {
         after.revision >= before.revision,
         "revision went back: {after:?} after {before:?}"
     );
-    let lock = lock_info(&server, "snap/held").await;
+    let lock = server.lock("snap/held").await;
     assert_eq!(
         lock.holder.unwrap().token,
         held,

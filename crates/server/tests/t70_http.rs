@@ -1,12 +1,11 @@
 //! Plain HTTP on the gRPC port: health, readiness and Prometheus metrics,
 //! fetched with a bare HTTP/1.1 request as curl or a scraper would.
 
-mod common;
-
 #[path = "support/prometheus.rs"]
 mod prometheus;
 
-use common::{acquire, grant, TestServer};
+use leasehold_testkit::grpc::{acquire, grant};
+use leasehold_testkit::TestServer;
 use prometheus::http_get;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,11 +1,10 @@
 //! Retried mutations (same request id) return their first outcome over the
 //! wire: a grant whose reply was lost is never orphaned, and a retried
-//! acquire, release or revoke does not act twice (DESIGN.md guarantee 8).
+//! acquire, release or revoke does not act twice (docs/DESIGN.md guarantee 8).
 
-mod common;
-
-use common::{acquire, release, TestServer};
 use leasehold_proto::v1::{AcquireRequest, GrantRequest, ReleaseRequest, RevokeRequest};
+use leasehold_testkit::grpc::{acquire, release};
+use leasehold_testkit::TestServer;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_with_the_same_request_id_get_the_first_outcome() {
@@ -46,7 +45,7 @@ async fn retries_with_the_same_request_id_get_the_first_outcome() {
     // The retried acquire replays "acquired with `token`"; it does not take the lock again.
     assert_eq!(locks.acquire(take).await.unwrap().into_inner().token, token);
     assert!(
-        common::lock_info_opt(&server, "idem").await.is_none(),
+        server.lock_info("idem").await.is_none(),
         "the lock stayed free"
     );
     // The retried release replays "released", not NoSuchLock.

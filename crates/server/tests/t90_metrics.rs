@@ -2,12 +2,11 @@
 //! each kind of activity moves its counters and histograms by exactly the
 //! expected amounts. One test per process: the recorder is process-global.
 
-mod common;
 #[path = "support/prometheus.rs"]
 mod prometheus;
 
-use common::{acquire, acquire_now, eventually, grant, release, TestServer};
-use leasehold_proto::v1::KeepAliveRequest;
+use leasehold_testkit::grpc::{acquire, acquire_now, grant, keep_alive, release};
+use leasehold_testkit::{eventually, TestServer};
 use prometheus::Scrape;
 use std::time::Duration;
 
@@ -56,13 +55,7 @@ async fn activity_moves_the_counters_and_histograms() {
     let mut locks = server.locks().await;
     let holder = grant(&mut leases, 10_000).await;
     let token = acquire_now(&mut locks, holder, "m").await;
-    leases
-        .keep_alive(KeepAliveRequest {
-            lease: holder,
-            seq: 1,
-        })
-        .await
-        .expect("keep-alive");
+    keep_alive(&mut leases, holder, 1).await;
     let refused = locks.release(release(holder, "m", token + 100)).await;
     assert!(refused.is_err(), "a wrong token must not release");
 

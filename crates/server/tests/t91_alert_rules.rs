@@ -9,12 +9,11 @@
 //! crate: rules are read line by line, which the file's simple layout
 //! allows).
 
-mod common;
 #[path = "support/prometheus.rs"]
 mod prometheus;
 
-use common::{acquire, acquire_now, grant, release, TestServer};
-use leasehold_proto::v1::KeepAliveRequest;
+use leasehold_testkit::grpc::{acquire, acquire_now, grant, keep_alive, release};
+use leasehold_testkit::TestServer;
 use prometheus::Scrape;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -170,13 +169,7 @@ async fn active_server_scrape() -> Scrape {
     let mut locks = server.locks().await;
     let holder = grant(&mut leases, 10_000).await;
     let token = acquire_now(&mut locks, holder, "r").await;
-    leases
-        .keep_alive(KeepAliveRequest {
-            lease: holder,
-            seq: 1,
-        })
-        .await
-        .expect("keep-alive");
+    keep_alive(&mut leases, holder, 1).await;
     let waiter = grant(&mut leases, 10_000).await;
     let mut waiting = server.locks().await;
     let queued = tokio::spawn(async move { waiting.acquire(acquire(waiter, "r", 10_000)).await });
@@ -258,9 +251,8 @@ fn promtool(args: &[&str]) -> Option<std::process::Output> {
     {
         Ok(output) => Some(output),
         Err(error) => {
-            let in_ci = std::env::var("CI").is_ok_and(|ci| ci == "true");
             assert!(
-                !in_ci,
+                !leasehold_testkit::in_ci(),
                 "CI=true but promtool cannot run ({error}): .ci/run must install it (Debian package prometheus)"
             );
             eprintln!("promtool not on PATH ({error}); skipped (apt-get install prometheus, or run .ci/run)");

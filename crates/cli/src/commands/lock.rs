@@ -1,5 +1,5 @@
 //! `leasehold lock NAME -- CMD ARGS…`: runs a command while holding a lock,
-//! and stops it the moment the lock is lost (DESIGN.md §4).
+//! and stops it the moment the lock is lost (docs/DESIGN.md §4).
 //!
 //! The lock is held through the client library, so "lost" means what it
 //! means there: the lease's local deadline passed (send time of the last

@@ -1,6 +1,6 @@
 //! `leasehold release NAME --lease ID --token T`: releases a lock held by
 //! (lease, token). A release of a lock that does not exist or is held under
-//! another token fails loudly (exit 4) and says which (DESIGN.md §2.7).
+//! another token fails loudly (exit 4) and says which (docs/DESIGN.md §2.7).
 
 use super::{lock_name, Global};
 use crate::error::CliError;

@@ -1,5 +1,5 @@
 //! Runs the command of `leasehold lock NAME -- CMD ARGS…` and keeps it on a
-//! short leash (DESIGN.md §4).
+//! short leash (docs/DESIGN.md §4).
 //!
 //! Why a module of its own: the lock is only worth something if nothing keeps
 //! working under it once it is gone. So the command runs in its own process

@@ -4,6 +4,7 @@
 //! script ran ([`dump_dom`]), and pick elements out of the dump
 //! ([`element_with`]).
 
+use leasehold_testkit::in_ci;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -45,11 +46,6 @@ pub fn chromium_or_skip(check: &str) -> Option<PathBuf> {
         eprintln!("skipping {check}: `chromium` is not on PATH (apt-get install chromium, or run .ci/run)");
     }
     found
-}
-
-/// Whether this is a CI run (`CI=true`), where a missing browser fails.
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|ci| ci == "true")
 }
 
 /// Debian's `chromium` on PATH.

@@ -56,14 +56,14 @@
 //! - Load: [`workload`] (library clients writing to fenced resources, and
 //!   the checks that no two holders overlapped).
 
-use super::{wait_for, Run, BIN, START_TIMEOUT};
-use serde_json::Value;
+use super::{wait_for, START_TIMEOUT};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+mod cli;
 mod node;
 mod partition;
 mod rebirth;
@@ -423,64 +423,6 @@ impl Cluster {
         self.partition
             .as_ref()
             .expect("start the cluster with Cluster::start_partitionable")
-    }
-
-    // -- the CLI -----------------------------------------------------------
-
-    /// A `leasehold` command with every live node as `--endpoints`.
-    pub fn command(&self, args: &[&str]) -> Command {
-        Cluster::command_to(&self.endpoints(), args)
-    }
-
-    /// A `leasehold` command aimed at node `id` alone (at its listen address).
-    pub fn command_on(&self, id: u64, args: &[&str]) -> Command {
-        Cluster::command_to(&self.endpoint(id), args)
-    }
-
-    /// A `leasehold` command with the nodes `ids` (in that order) as
-    /// `--endpoints`: e.g. only the majority side of a partition.
-    pub fn command_via(&self, ids: &[u64], args: &[&str]) -> Command {
-        let urls: Vec<String> = ids.iter().map(|&id| self.endpoint(id)).collect();
-        Cluster::command_to(&urls.join(","), args)
-    }
-
-    fn command_to(endpoints: &str, args: &[&str]) -> Command {
-        let mut cmd = Command::new(BIN);
-        cmd.arg("--endpoints").arg(endpoints).args(args);
-        cmd.env_remove("LEASEHOLD_ENDPOINTS").stdin(Stdio::null());
-        cmd
-    }
-
-    /// Runs a command against the live nodes to completion.
-    pub fn cli(&self, args: &[&str]) -> Run {
-        let out = self.command(args).output().expect("run leasehold");
-        Run::from_output(args, out)
-    }
-
-    /// Runs a command against node `id` alone to completion.
-    pub fn cli_on(&self, id: u64, args: &[&str]) -> Run {
-        let out = self.command_on(id, args).output().expect("run leasehold");
-        Run::from_output(args, out)
-    }
-
-    /// Runs a command against the nodes `ids` to completion.
-    pub fn cli_via(&self, ids: &[u64], args: &[&str]) -> Run {
-        let out = self.command_via(ids, args).output().expect("run leasehold");
-        Run::from_output(args, out)
-    }
-
-    /// Runs a command that must exit 0 and print one JSON document.
-    pub fn ok_json(&self, args: &[&str]) -> Value {
-        self.cli(args).expect_code(0).json()
-    }
-
-    /// Starts a command against the live nodes in the background, output captured.
-    pub fn spawn(&self, args: &[&str]) -> Child {
-        self.command(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn leasehold")
     }
 }
 

@@ -1,10 +1,8 @@
 //! The parts of the client drills (`t70_client_drills.rs`) that run real
 //! client *processes* without a binary target of their own:
 //!
-//! - [`Resource`]: the fenced resource, inside the test process. A TCP line
-//!   server on 127.0.0.1 that accepts `WRITE <token> <writer>` when the token
-//!   is at least the highest it has accepted (`OK`) and refuses it otherwise
-//!   (`STALE <highest>`), recording every attempt for the test to assert on.
+//! - [`resource::Resource`]: the fenced resource, inside the test process
+//!   (`resource.rs`), recording every attempt for the test to assert on.
 //! - [`WorkerSpec`] and [`Worker`]: a worker is the test binary itself,
 //!   re-executed to run only its ignored `drill_worker_process` test, which
 //!   reads its role from `LEASEHOLD_DRILL*` variables. The test talks to it
@@ -22,12 +20,10 @@
 use leasehold_client::clock::{BootClock, Clock};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write as _};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The name of the re-executed test that runs a worker.
@@ -45,118 +41,7 @@ pub fn boot_us() -> u64 {
     BootClock.now().since_boot().as_micros() as u64
 }
 
-// ---------------------------------------------------------------------------
-// The fenced resource.
-
-/// One attempted write, as the resource saw it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WriteAttempt {
-    /// Who wrote (the worker's writer id).
-    pub writer: String,
-    /// The fencing token it carried.
-    pub token: u64,
-    /// Whether the resource took it.
-    pub accepted: bool,
-}
-
-/// What the resource remembers: the highest token it accepted, and every attempt.
-#[derive(Debug, Default)]
-struct Ledger {
-    highest: Option<u64>,
-    attempts: Vec<WriteAttempt>,
-}
-
-/// A resource that checks fencing tokens (see the module doc).
-pub struct Resource {
-    /// Where it listens.
-    pub addr: SocketAddr,
-    ledger: Arc<Mutex<Ledger>>,
-    /// Tells the accept loop to end (it is woken by a connection).
-    stop: Arc<AtomicBool>,
-    acceptor: Option<JoinHandle<()>>,
-}
-
-impl Resource {
-    /// Listens on a free port of 127.0.0.1.
-    pub fn start() -> Resource {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the resource");
-        let addr = listener.local_addr().expect("resource address");
-        let ledger = Arc::new(Mutex::new(Ledger::default()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let acceptor = {
-            let (ledger, stop) = (ledger.clone(), stop.clone());
-            std::thread::spawn(move || {
-                for conn in listener.incoming() {
-                    if stop.load(Ordering::Acquire) {
-                        return;
-                    }
-                    let Ok(conn) = conn else { continue };
-                    let ledger = ledger.clone();
-                    std::thread::spawn(move || serve_writes(conn, &ledger));
-                }
-            })
-        };
-        Resource {
-            addr,
-            ledger,
-            stop,
-            acceptor: Some(acceptor),
-        }
-    }
-
-    /// Every attempt so far, in the order the resource decided them.
-    pub fn attempts(&self) -> Vec<WriteAttempt> {
-        self.ledger.lock().expect("ledger").attempts.clone()
-    }
-}
-
-impl Drop for Resource {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        let _ = TcpStream::connect(self.addr);
-        if let Some(acceptor) = self.acceptor.take() {
-            let _ = acceptor.join();
-        }
-    }
-}
-
-/// Answers the `WRITE <token> <writer>` lines of one connection.
-fn serve_writes(conn: TcpStream, ledger: &Mutex<Ledger>) {
-    let Ok(mut out) = conn.try_clone() else {
-        return;
-    };
-    for line in BufReader::new(conn).lines() {
-        let Ok(line) = line else { return };
-        let answer = match line.split_whitespace().collect::<Vec<_>>()[..] {
-            ["WRITE", token, writer] => match token.parse() {
-                Ok(token) => decide(ledger, token, writer),
-                Err(_) => "ERR bad token".to_owned(),
-            },
-            _ => "ERR expected WRITE <token> <writer>".to_owned(),
-        };
-        if writeln!(out, "{answer}").is_err() {
-            return;
-        }
-    }
-}
-
-/// The fencing rule: accept a token no lower than the highest accepted.
-fn decide(ledger: &Mutex<Ledger>, token: u64, writer: &str) -> String {
-    let mut ledger = ledger.lock().expect("ledger");
-    let accepted = ledger.highest.is_none_or(|highest| token >= highest);
-    if accepted {
-        ledger.highest = Some(token);
-    }
-    ledger.attempts.push(WriteAttempt {
-        writer: writer.to_owned(),
-        token,
-        accepted,
-    });
-    match (accepted, ledger.highest) {
-        (true, _) => "OK".to_owned(),
-        (false, highest) => format!("STALE {}", highest.unwrap_or(0)),
-    }
-}
+pub mod resource;
 
 /// A PostgreSQL table as the fenced resource: each write of a worker
 /// inserts one `(writer, token)` row inside
@@ -448,13 +333,30 @@ impl Worker {
 
     /// Whether the kernel reports the process stopped (state `T`).
     pub fn is_stopped(&self) -> bool {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()));
-        // The state follows the command name, which is in parentheses.
-        let state = stat.ok().and_then(|s| {
-            let (_, rest) = s.rsplit_once(')')?;
-            rest.split_whitespace().next().map(str::to_owned)
-        });
-        state.as_deref() == Some("T")
+        super::process::is_stopped(self.pid())
+    }
+
+    /// Stops the worker with SIGSTOP and waits (within `limit`) until the
+    /// kernel reports it stopped; returns when the signal was sent.
+    pub fn pause(&self, limit: Duration) -> Instant {
+        self.signal(libc::SIGSTOP);
+        let stopped_at = Instant::now();
+        let what = format!("{} to be stopped", self.name);
+        super::wait_for(&what, limit, || self.is_stopped().then_some(()));
+        stopped_at
+    }
+
+    /// Reads lines (each within `limit`) until `LOST`, passing over
+    /// `FENCE_OK`; any other line fails the test.
+    pub fn await_lost(&mut self, limit: Duration) -> Line {
+        loop {
+            let line = self.next_line(limit);
+            match line.kind.as_str() {
+                "FENCE_OK" => {}
+                "LOST" => return line,
+                _ => panic!("{}: unexpected line {:?}", self.name, line.text),
+            }
+        }
     }
 
     /// Lets a worker waiting at its gate go on.

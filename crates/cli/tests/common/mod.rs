@@ -1,7 +1,7 @@
 //! Shared helpers of the CLI integration tests: start a real `leasehold
 //! serve` on an ephemeral port with a fresh data directory, run client
 //! commands against it, and poll for conditions with a deadline (never a
-//! fixed sleep). The server is killed when its handle drops; if the test is
+//! fixed sleep: `wait_for`, from the testkit). The server is killed when its handle drops; if the test is
 //! failing, its log is printed. [`drill`] holds what the client drills add:
 //! worker processes and a fenced resource; [`browser`] runs headless
 //! Chromium on the live page.
@@ -14,8 +14,8 @@ pub mod drill;
 pub mod drill_worker;
 pub mod process;
 
+pub use leasehold_testkit::{free_port, wait_for};
 use serde_json::Value;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -25,28 +25,6 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_leasehold");
 
 /// Bound on server start-up (election of the single node included).
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// A free TCP port on loopback (bound, read, released).
-pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local addr").port()
-}
-
-/// Polls `check` every 20 ms until it returns `Some`, or panics after `limit`
-/// naming `what`.
-pub fn wait_for<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 /// Announces a test phase in the output (read with the logs on failure).
 pub fn phase(what: &str) {
@@ -68,7 +46,31 @@ pub struct Run {
     pub stderr: String,
 }
 
+/// A `leasehold` command with `endpoints` (comma-separated) and `args`,
+/// ignoring any `LEASEHOLD_ENDPOINTS` of the test's own environment.
+pub fn command_to(endpoints: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("--endpoints").arg(endpoints).args(args);
+    cmd.env_remove("LEASEHOLD_ENDPOINTS").stdin(Stdio::null());
+    cmd
+}
+
+/// Starts `command` in the background with its output captured.
+pub fn spawn_captured(mut command: Command) -> Child {
+    command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn leasehold")
+}
+
 impl Run {
+    /// Runs `command` (a `leasehold` invocation with `args`) to completion.
+    pub fn of(mut command: Command, args: &[&str]) -> Run {
+        let out = command.output().expect("run leasehold");
+        Run::from_output(args, out)
+    }
+
     fn from_output(args: &[&str], out: Output) -> Run {
         let run = Run {
             code: out.status.code().unwrap_or(-1),
@@ -220,16 +222,12 @@ impl Server {
 
     /// A `leasehold` command aimed at this server.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(BIN);
-        cmd.arg("--endpoints").arg(self.endpoint()).args(args);
-        cmd.env_remove("LEASEHOLD_ENDPOINTS").stdin(Stdio::null());
-        cmd
+        command_to(&self.endpoint(), args)
     }
 
     /// Runs a command to completion.
     pub fn cli(&self, args: &[&str]) -> Run {
-        let out = self.command(args).output().expect("run leasehold");
-        Run::from_output(args, out)
+        Run::of(self.command(args), args)
     }
 
     /// Runs a command that must exit 0 and print one JSON document.
@@ -239,11 +237,7 @@ impl Server {
 
     /// Starts a command in the background with its output captured.
     pub fn spawn(&self, args: &[&str]) -> Child {
-        self.command(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn leasehold")
+        spawn_captured(self.command(args))
     }
 
     /// Sends `signal` to the server process (SIGSTOP freezes it with its

@@ -33,6 +33,11 @@ fn state_and_group(pid: i32) -> Option<(char, i32)> {
     Some((state, group))
 }
 
+/// Whether the kernel reports `pid` stopped (state `T`, as after SIGSTOP).
+pub fn is_stopped(pid: i32) -> bool {
+    state_and_group(pid).is_some_and(|(state, _)| state == 'T')
+}
+
 /// Whether `pid` is gone (no such process, or a zombie nobody reaped yet).
 pub fn process_gone(pid: i32) -> bool {
     state_and_group(pid).is_none_or(|(state, _)| state == 'Z')

@@ -3,13 +3,16 @@
 //! granted elsewhere), and the parts behind them: [`timing`] (validated ttl,
 //! interval, margin), [`validity`] (the deadline arithmetic), `state` (what
 //! handle, guards and keeper share), `hold` (one held lock's loss and claim
-//! on renewal), `keeper` (the renewal task, which also ends holds the server
-//! took away), `reconcile` (releasing orphans after a reconnect).
+//! on renewal), `keeper` (the renewal task, which keeps the lease's session
+//! stream open), `renewal` (judging a renewal's answer: the deadline, and
+//! ending holds the server took away), `reconcile` (releasing orphans after
+//! a reconnect).
 
 mod attach;
 mod hold;
 mod keeper;
 mod reconcile;
+mod renewal;
 mod state;
 pub mod timing;
 pub mod validity;
@@ -26,8 +29,11 @@ use crate::acquire::LockRequest;
 use crate::error::Error;
 use crate::loss::{LockLost, LossCause};
 use crate::name::IntoLockName;
+use crate::options::Transport;
+use crate::session::SessionSlot;
 use crate::Client;
 use leasehold_core::LeaseId;
+use leasehold_proto::v1::KeepAliveRequest;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -41,8 +47,24 @@ pub(crate) struct LeaseInner {
     pub state: Arc<LeaseState>,
     /// ttl, interval, margin.
     pub timing: LeaseTiming,
+    /// Granted here, or attached to.
+    pub ownership: Ownership,
+    /// The session stream the keeper keeps open, for renewals and (with
+    /// [`Transport::Session`]) acquires and releases.
+    pub session: SessionSlot,
     /// Stops the keeper.
     stop: CancellationToken,
+}
+
+impl LeaseInner {
+    /// Where acquires, releases and one-off renewals go: the session
+    /// stream, or (with [`Transport::Unary`]) none.
+    pub fn calls_session(&self) -> Option<&SessionSlot> {
+        match self.client.options().transport {
+            Transport::Session => Some(&self.session),
+            Transport::Unary => None,
+        }
+    }
 }
 
 /// A claim on the lease's renewal. The `Lease` handles share one, and each
@@ -128,6 +150,37 @@ impl Lease {
         self.inner.client.revoke_lease(state.id).await
     }
 
+    /// Renews the lease once, now, and returns when the renewal is
+    /// acknowledged, with the time then left until the local deadline (etcd's
+    /// `KeepAliveOnce`). The background renewals go on as before; this one
+    /// counts like them (the deadline, the holdings it lists). The server
+    /// saying the lease is gone (`LeaseNotFound`, `LeaseExpired`) loses it,
+    /// as a refused background renewal does; other errors (after the
+    /// client's retries) leave the lease as it was.
+    pub async fn keep_alive_once(&self) -> Result<Duration, Error> {
+        let inner = &self.inner;
+        let state = &inner.state;
+        let lost = |cause| Error::Lost(state.lost_error(None, cause));
+        state.check().map_err(lost)?;
+        let sent = renewal::Sent::now(state);
+        let request = KeepAliveRequest {
+            lease: state.id.0,
+            seq: 0,
+        };
+        let session = inner.calls_session();
+        let reply = inner.client.send(session, Duration::ZERO, || request).await;
+        match reply {
+            Ok(reply) => {
+                renewal::acknowledged(&self.inner, &reply, sent).map_err(lost)?;
+                state.check().map_err(lost)
+            }
+            Err(error @ (Error::LeaseNotFound { .. } | Error::LeaseExpired { .. })) => {
+                Err(lost(renewal::refused(state, &error)))
+            }
+            Err(error) => Err(error),
+        }
+    }
+
     pub(crate) fn inner(&self) -> Arc<LeaseInner> {
         self.inner.clone()
     }
@@ -145,21 +198,17 @@ impl Lease {
         ownership: Ownership,
     ) -> Lease {
         let stop = CancellationToken::new();
-        keeper::spawn(
-            client.clone(),
-            state.clone(),
-            timing,
-            stop.clone(),
-            ownership,
-        );
-        let inner = LeaseInner {
+        let inner = Arc::new(LeaseInner {
             client,
             state,
             timing,
+            ownership,
+            session: SessionSlot::default(),
             stop: stop.clone(),
-        };
+        });
+        keeper::spawn(inner.clone());
         Lease {
-            inner: Arc::new(inner),
+            inner,
             claim: Arc::new(RenewalClaim::new(stop)),
         }
     }

@@ -3,7 +3,7 @@
 //! that fires at the loss, and the registry of locks live guards hold.
 //!
 //! There is no cached "held" flag: every question about ownership reads the
-//! clock and compares it with the deadline (DESIGN.md guarantee 6).
+//! clock and compares it with the deadline (docs/DESIGN.md guarantee 6).
 
 use super::hold::Hold;
 use super::validity::{Lapsed, Validity};

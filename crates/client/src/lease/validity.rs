@@ -1,4 +1,4 @@
-//! Lease validity, as pure arithmetic on boot-clock instants (DESIGN.md
+//! Lease validity, as pure arithmetic on boot-clock instants (docs/DESIGN.md
 //! guarantee 6): a lease is ours until
 //! `send time of the last acknowledged keep-alive + ttl − margin`.
 //!

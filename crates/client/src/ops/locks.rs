@@ -2,11 +2,13 @@
 //! (granted by [`Client::grant_lease`], or by another process), and the
 //! lock views, one lock or all under a prefix. The guard API
 //! ([`Lease::lock`](crate::Lease::lock)) acquires and releases through the
-//! same two calls here, so both paths send the same requests.
+//! same two calls here (on its lease's session stream while that is open),
+//! so both paths send the same requests.
 
 use super::{ms, revision, Consistency};
 use crate::acquire::LockOptions;
 use crate::error::Error;
+use crate::session::SessionSlot;
 use crate::wire::{GetLockResponse, ListLocksResponse};
 use crate::Client;
 use leasehold_core::{LeaseId, LockName, Revision, Token};
@@ -41,6 +43,18 @@ impl Client {
         name: &LockName,
         options: &LockOptions,
     ) -> Result<Acquired, Error> {
+        self.acquire_via(None, lease, name, options).await
+    }
+
+    /// [`Client::acquire`] on `session`'s stream while it is open, else
+    /// unary: the guard API's path, on its lease's stream.
+    pub(crate) async fn acquire_via(
+        &self,
+        session: Option<&SessionSlot>,
+        lease: LeaseId,
+        name: &LockName,
+        options: &LockOptions,
+    ) -> Result<Acquired, Error> {
         let request = AcquireRequest {
             lease: lease.0,
             name: name.to_string(),
@@ -55,7 +69,7 @@ impl Client {
         let started = Instant::now();
         let give_up_at = started + wait;
         let reply = self
-            .call("Acquire", wait, |channel| {
+            .send(session, wait, || {
                 let mut request = request.clone();
                 if !wait.is_zero() {
                     // A retry waits only for what is left (at least 1 ms, so
@@ -63,7 +77,7 @@ impl Client {
                     let left = give_up_at.saturating_duration_since(Instant::now());
                     request.wait_ms = ms(left).max(1);
                 }
-                async move { LockClient::new(channel).acquire(request).await }
+                request
             })
             .await;
         match reply {
@@ -92,6 +106,18 @@ impl Client {
         name: &LockName,
         token: Token,
     ) -> Result<Revision, Error> {
+        self.release_via(None, lease, name, token).await
+    }
+
+    /// [`Client::release`] on `session`'s stream while it is open, else
+    /// unary: the guard API's path, on its lease's stream.
+    pub(crate) async fn release_via(
+        &self,
+        session: Option<&SessionSlot>,
+        lease: LeaseId,
+        name: &LockName,
+        token: Token,
+    ) -> Result<Revision, Error> {
         let request = ReleaseRequest {
             lease: lease.0,
             name: name.to_string(),
@@ -99,10 +125,7 @@ impl Client {
             request_id: crate::request_id::new_request_id(),
         };
         let reply = self
-            .call("Release", Duration::ZERO, |channel| {
-                let request = request.clone();
-                async move { LockClient::new(channel).release(request).await }
-            })
+            .send(session, Duration::ZERO, || request.clone())
             .await
             .map_err(|error| error.about(name.as_str()).presented(Some(lease), token))?;
         Ok(revision(reply.header.as_ref()))

@@ -40,8 +40,7 @@ impl State {
         }
         if self.leases.len() >= limits::LEASES_MAX {
             return Err(LockError::exhausted(
-                "LEASES_MAX",
-                limits::LEASES_MAX,
+                limits::Limit::LeasesMax,
                 format!("{} leases are live", self.leases.len()),
             ));
         }

@@ -63,8 +63,7 @@ impl State {
         let in_use = row.holds.len() + row.waits.len();
         if in_use >= limits::LOCKS_PER_LEASE_MAX {
             return Err(LockError::exhausted(
-                "LOCKS_PER_LEASE_MAX",
-                limits::LOCKS_PER_LEASE_MAX,
+                limits::Limit::LocksPerLeaseMax,
                 format!("lease {} holds or waits for {in_use} locks", a.lease),
             ));
         }
@@ -74,12 +73,11 @@ impl State {
         let waiting = lock.map_or(0, |l| l.waiters.len());
         if waiting >= limits::WAITERS_PER_LOCK_MAX {
             return Err(LockError::exhausted(
-                "WAITERS_PER_LOCK_MAX",
-                limits::WAITERS_PER_LOCK_MAX,
+                limits::Limit::WaitersPerLockMax,
                 format!("{waiting} waiters are queued on {}", a.name),
             ));
         }
-        Ok(self.enqueue(a, at_unix_ms))
+        Ok(self.enqueue(a, at_unix_ms, effects))
     }
 
     /// Grants a lock that is not in the table (free) to `a.lease`.
@@ -117,7 +115,7 @@ impl State {
     }
 
     /// Queues `a.lease` at the back of a held or delayed lock.
-    fn enqueue(&mut self, a: Acquire, at_unix_ms: u64) -> Reply {
+    fn enqueue(&mut self, a: Acquire, at_unix_ms: u64, effects: &mut Vec<Effect>) -> Reply {
         self.bump();
         let lock = self
             .locks
@@ -135,7 +133,12 @@ impl State {
         });
         let position = lock.waiters.len() as u32;
         let row = self.leases.get_mut(&a.lease).expect("live lease");
-        assert!(row.waits.insert(a.name));
+        assert!(row.waits.insert(a.name.clone()));
+        effects.push(Effect::WaiterQueued {
+            name: a.name,
+            lease: a.lease,
+            wait_ms: a.wait_ms,
+        });
         Reply::Queued { position }
     }
 

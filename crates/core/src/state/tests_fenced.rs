@@ -242,7 +242,7 @@ fn the_number_of_keys_is_bounded_but_existing_keys_stay_writable() {
     let full = put(&mut state, "leader", token, "one-more", b"");
     assert!(matches!(
         full.outcome,
-        Err(LockError::ResourceExhausted { ref limit, .. }) if limit == "FENCED_KEYS_MAX"
+        Err(LockError::ResourceExhausted { ref limit, .. }) if limit.as_str() == "FENCED_KEYS_MAX"
     ));
     assert!(put(&mut state, "leader", token, "k0", b"again")
         .outcome
@@ -271,7 +271,7 @@ fn the_total_bytes_are_bounded() {
     let over = put_with(&mut state, "leader", token, "b-over", big.clone(), None);
     assert!(matches!(
         over.outcome,
-        Err(LockError::ResourceExhausted { ref limit, .. }) if limit == "FENCED_STORE_BYTES_MAX"
+        Err(LockError::ResourceExhausted { ref limit, .. }) if limit.as_str() == "FENCED_STORE_BYTES_MAX"
     ));
     // Shrinking an existing value always fits.
     assert!(put(&mut state, "leader", token, "b000000", b"small")

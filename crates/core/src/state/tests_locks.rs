@@ -242,7 +242,7 @@ fn acquire_limits_name_the_limit() {
     let mut too_long = args(a, "x", limits::WAIT_MS_MAX + 1);
     let applied = state.apply(Command::Acquire(too_long.clone()), 0);
     assert!(
-        matches!(applied.outcome, Err(LockError::InvalidArgument { ref field, ref reason }) if field == "wait_ms" && reason.contains("WAIT_MS_MAX"))
+        matches!(applied.outcome, Err(LockError::InvalidArgument { ref field, ref reason, .. }) if field == "wait_ms" && reason.contains("WAIT_MS_MAX"))
     );
     too_long.wait_ms = 0;
     too_long.lock_delay_ms = limits::LOCK_DELAY_MS_MAX + 1;
@@ -255,7 +255,7 @@ fn acquire_limits_name_the_limit() {
     }
     let applied = acquire(&mut state, a, "one-more", 0);
     assert!(
-        matches!(applied.outcome, Err(LockError::ResourceExhausted { ref limit, .. }) if limit == "LOCKS_PER_LEASE_MAX")
+        matches!(applied.outcome, Err(LockError::ResourceExhausted { ref limit, .. }) if limit.as_str() == "LOCKS_PER_LEASE_MAX")
     );
     assert_eq!(applied.revision, state.revision());
 }
@@ -275,7 +275,7 @@ fn waiters_per_lock_is_bounded() {
     let late = grant(&mut state);
     let applied = acquire(&mut state, late, "x", 10);
     assert!(
-        matches!(applied.outcome, Err(LockError::ResourceExhausted { ref limit, .. }) if limit == "WAITERS_PER_LOCK_MAX")
+        matches!(applied.outcome, Err(LockError::ResourceExhausted { ref limit, .. }) if limit.as_str() == "WAITERS_PER_LOCK_MAX")
     );
     state.check_invariants().unwrap();
 }

@@ -157,19 +157,12 @@ pub fn to_command(op: &Op, state: &State, slots: &[LeaseId; SLOTS], step: usize)
             lock,
             right_token,
             request,
-        } => {
-            let token = holder_token(lock).unwrap_or(Token(1));
-            Command::Release {
-                lease: slots[slot],
-                name: name(lock),
-                token: if right_token {
-                    token
-                } else {
-                    Token(token.0.saturating_sub(1))
-                },
-                request_id: request_id(request, step),
-            }
-        }
+        } => Command::Release {
+            lease: slots[slot],
+            name: name(lock),
+            token: presented(holder_token(lock), right_token),
+            request_id: request_id(request, step),
+        },
         Op::Cancel { slot, lock } => Command::CancelWait {
             lease: slots[slot],
             name: name(lock),
@@ -197,14 +190,9 @@ pub fn to_command(op: &Op, state: &State, slots: &[LeaseId; SLOTS], step: usize)
             right_token,
             request,
         } => {
-            let token = holder_token(lock).unwrap_or(Token(1));
             Command::FencedPut {
                 lock: name(lock),
-                token: if right_token {
-                    token
-                } else {
-                    Token(token.0.saturating_sub(1))
-                },
+                token: presented(holder_token(lock), right_token),
                 key: FencedKey::parse(KEYS[key]).unwrap(),
                 value: format!("{step}").into_bytes(),
                 // A retry repeats the same put: a client never reuses a
@@ -219,6 +207,17 @@ pub fn to_command(op: &Op, state: &State, slots: &[LeaseId; SLOTS], step: usize)
     }
 }
 
+/// The token a step presents for a lock held with `holder` (1 if the
+/// lock is free): that token when `right`, else one below it.
+fn presented(holder: Option<Token>, right: bool) -> Token {
+    let token = holder.unwrap_or(Token(1));
+    if right {
+        token
+    } else {
+        Token(token.0.saturating_sub(1))
+    }
+}
+
 fn force_release(op: &Op, holder_token: Option<Token>) -> Command {
     let Op::ForceRelease {
         lock,
@@ -228,14 +227,9 @@ fn force_release(op: &Op, holder_token: Option<Token>) -> Command {
     else {
         unreachable!("not a force release: {op:?}");
     };
-    let token = holder_token.unwrap_or(Token(1));
     Command::ForceRelease {
         name: name(lock),
-        expected_token: if right_token {
-            token
-        } else {
-            Token(token.0.saturating_sub(1))
-        },
+        expected_token: presented(holder_token, right_token),
         reason: "property test".into(),
         caller: "op@test".into(),
         allow_unfenced: false,

@@ -43,7 +43,6 @@
 //! Equal tokens are accepted (the same holder writing again). A token that
 //! is accepted but whose transaction rolls back is not recorded.
 
-pub mod local;
 mod transaction;
 
 pub use transaction::{fenced_transaction, FenceError};

@@ -25,10 +25,12 @@ pub enum FenceError {
         /// What is wrong with it.
         reason: &'static str,
     },
-    /// The lock name is empty or longer than [`super::LOCK_BYTES_MAX`].
+    /// The lock name is empty or longer than
+    /// [`NAME_BYTES_MAX`](leasehold_core::limits::NAME_BYTES_MAX): no
+    /// Leasehold lock has that name, so no token for it can be valid.
     #[error(
-        "lock name {lock:?} is empty or longer than {} bytes",
-        super::LOCK_BYTES_MAX
+        "lock name {lock:?} is empty or longer than the limit NAME_BYTES_MAX ({} bytes); Leasehold issues no tokens for such a name",
+        leasehold_core::limits::NAME_BYTES_MAX
     )]
     InvalidLock {
         /// The lock name given.

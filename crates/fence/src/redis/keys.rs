@@ -14,7 +14,8 @@
 //! tag that contains `}` cannot be co-located (its whole-key slot cannot be
 //! reproduced by a tag, which ends at the first `}`), so it is refused.
 
-use super::{FenceError, KEY_BYTES_MAX, LOCK_BYTES_MAX};
+use super::{FenceError, KEY_BYTES_MAX};
+use leasehold_core::limits::NAME_BYTES_MAX;
 
 /// The text Redis hashes to pick `key`'s slot.
 fn hash_tag(key: &[u8]) -> &[u8] {
@@ -45,7 +46,7 @@ pub(super) fn validate(key: &str, lock: &str) -> Result<(), FenceError> {
             "contains '}' but no hash tag, so its fence cannot share its slot",
         ));
     }
-    if lock.is_empty() || lock.len() > LOCK_BYTES_MAX {
+    if lock.is_empty() || lock.len() > NAME_BYTES_MAX {
         return Err(FenceError::InvalidLock {
             lock: lock.to_owned(),
         });
@@ -99,6 +100,14 @@ mod tests {
         assert!(validate("", "l").is_err());
         assert!(validate("k", "").is_err());
         assert!(validate("a{b}c", "l").is_ok());
+    }
+
+    #[test]
+    fn every_valid_lock_name_is_accepted() {
+        let longest = "n".repeat(NAME_BYTES_MAX);
+        assert!(validate("k", &longest).is_ok());
+        let error = validate("k", &format!("{longest}n")).unwrap_err();
+        assert!(error.to_string().contains("NAME_BYTES_MAX"), "{error}");
     }
 
     #[test]

@@ -31,6 +31,15 @@
 //! `LEASEHOLD_TOKEN_RANGE`) for any other client using it. 2^53 tokens is
 //! far more than a lock service issues.
 //!
+//! ## Names
+//!
+//! Every valid Leasehold lock name is accepted: up to
+//! [`leasehold_core::limits::NAME_BYTES_MAX`] bytes, the limit the server
+//! itself enforces, taken from core so the two cannot drift apart. Neither
+//! Redis (keys up to 512 MB), the derived keys, the script nor the
+//! rejection records (the lock goes last, so any text fits) need a lower
+//! one. Data keys are bounded by [`KEY_BYTES_MAX`].
+//!
 //! ## Rejection log
 //!
 //! Each refusal is pushed by the script onto a per-key list (newest first,
@@ -59,9 +68,6 @@ pub const REJECTIONS_KEPT: usize = crate::audit::REJECTIONS_REMEMBERED;
 
 /// Longest data key accepted.
 pub const KEY_BYTES_MAX: usize = 1024;
-
-/// Longest lock name accepted.
-pub const LOCK_BYTES_MAX: usize = 256;
 
 /// Largest value or hash field accepted in one fenced write (readable back
 /// within [`resp::REPLY_BULK_BYTES_MAX`]).

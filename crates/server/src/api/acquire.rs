@@ -48,10 +48,26 @@ fn granted(node: &Node, token: Token, already_held: bool, waited_ms: u64) -> Acq
     }
 }
 
-fn held_by(node: &Node, wait: &QueuedWait) -> Option<Token> {
+/// Where a queued acquire's lease stands in the state now.
+enum Standing {
+    /// It holds the lock.
+    Holds(Token),
+    /// It is in the lock's queue.
+    Queued,
+    /// Neither: its wait ended before this (retried) acquire looked.
+    Gone,
+}
+
+fn standing(node: &Node, wait: &QueuedWait) -> Standing {
     node.state.read(|state| {
-        let holder = state.lock(wait.name())?.holder.as_ref()?;
-        (holder.lease == wait.lease()).then_some(holder.token)
+        let Some(lock) = state.lock(wait.name()) else {
+            return Standing::Gone;
+        };
+        match &lock.holder {
+            Some(holder) if holder.lease == wait.lease() => Standing::Holds(holder.token),
+            _ if lock.waiters.iter().any(|w| w.lease == wait.lease()) => Standing::Queued,
+            _ => Standing::Gone,
+        }
     })
 }
 
@@ -91,12 +107,15 @@ async fn acquire_queued(node: &Arc<Node>, acquire: Acquire) -> Result<AcquireRes
         }
         Reply::Queued { .. } => {
             // A retried acquire replays its first outcome (`Queued`) even
-            // if the grant has happened since: answer from the state then.
-            if let Some(token) = held_by(node, &wait) {
-                wait.finish();
-                return Ok(granted(node, token, false, 0));
-            }
-            let (token, waited_ms) = wait.until_granted().await?;
+            // if the wait has ended since: answer from the state then.
+            let (token, waited_ms) = match standing(node, &wait) {
+                Standing::Holds(token) => {
+                    wait.finish();
+                    return Ok(granted(node, token, false, 0));
+                }
+                Standing::Queued => wait.until_granted().await?,
+                Standing::Gone => wait.until_deadline().await?,
+            };
             Ok(granted(node, token, false, waited_ms))
         }
         other => Err(unexpected("Acquire", &other)),

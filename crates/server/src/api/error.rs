@@ -4,11 +4,14 @@
 //! in the status details (an `ErrorInfo` with the reason, and the
 //! `ErrorDetail` packed as `Any`), plus the reason in the `leasehold-reason`
 //! metadata. Stream answers carry the bare [`ErrorDetail`] in-band
-//! (`From<ApiError> for ErrorDetail`).
+//! (`From<ApiError> for ErrorDetail`). Every match here is exhaustive on
+//! typed values: the reason of each error, the gRPC code of each reason, the
+//! fields each carries (the limit is data in the error, never read back out
+//! of its message).
 
 use crate::proposer::ProposeError;
 use crate::raft::quorum::NoQuorum;
-use leasehold_core::LockError;
+use leasehold_core::{Limit, LockError, Reason};
 use leasehold_proto::v1::ErrorDetail;
 use tonic::{Code, Status};
 
@@ -65,83 +68,86 @@ impl From<ProposeError> for ApiError {
 }
 
 impl ApiError {
-    /// Shorthand for an invalid field.
+    /// Shorthand for an invalid field that no limit bounds.
     pub fn invalid(field: &str, reason: impl Into<String>) -> ApiError {
         ApiError::Core(LockError::invalid(field, reason))
     }
 
+    /// The machine-readable reason of this error.
+    fn reason(&self) -> Reason {
+        match self {
+            ApiError::Core(error) => error.reason(),
+            ApiError::WaitTimeout { .. } => Reason::WaitTimeout,
+            ApiError::NotLeader { .. } => Reason::NotLeader,
+            ApiError::Unavailable(_) | ApiError::NoQuorum(_) => Reason::Unavailable,
+        }
+    }
+
     fn code_and_detail(&self) -> (Code, ErrorDetail) {
-        let mut detail = ErrorDetail::default();
-        let (code, reason) = match self {
-            ApiError::Core(error) => match error {
-                LockError::LeaseNotFound { lease } => {
-                    detail.lease = lease.0;
-                    (Code::NotFound, "LeaseNotFound")
-                }
-                LockError::LeaseExpired { lease } => {
-                    detail.lease = lease.0;
-                    (Code::NotFound, "LeaseExpired")
-                }
-                LockError::NotHolder {
-                    lease,
-                    holder_token,
-                    ..
-                } => {
-                    detail.lease = lease.map_or(0, |l| l.0);
-                    detail.holder_token = holder_token.map_or(0, |t| t.0);
-                    (Code::FailedPrecondition, "NotHolder")
-                }
-                LockError::NoSuchLock { nearby, .. } => {
-                    detail.nearby = nearby.clone();
-                    (Code::NotFound, "NoSuchLock")
-                }
-                LockError::Busy { holder_token, .. } => {
-                    detail.holder_token = holder_token.map_or(0, |t| t.0);
-                    (Code::FailedPrecondition, "Busy")
-                }
-                LockError::InvalidArgument { field, reason } => {
-                    detail.field = field.clone();
-                    detail.limit = limit_named_in(reason);
-                    (Code::InvalidArgument, "InvalidArgument")
-                }
-                LockError::ResourceExhausted { limit, .. } => {
-                    detail.limit = limit.clone();
-                    (Code::ResourceExhausted, "ResourceExhausted")
-                }
-                LockError::StaleToken {
-                    presented, highest, ..
-                } => {
-                    // The writer passed the holder check: it is the holder.
-                    detail.holder_token = presented.0;
-                    detail.highest_token = highest.0;
-                    (Code::FailedPrecondition, "StaleToken")
-                }
-                LockError::Unfenced { .. } => (Code::FailedPrecondition, "Unfenced"),
-            },
-            ApiError::WaitTimeout { .. } => (Code::DeadlineExceeded, "WaitTimeout"),
+        let reason = self.reason();
+        let mut detail = ErrorDetail::new(reason, self.to_string());
+        match self {
+            ApiError::Core(error) => fill_core(error, &mut detail),
             ApiError::NotLeader {
                 leader,
                 leader_addr,
             } => {
                 detail.leader_hint = leader.unwrap_or(0);
                 detail.leader_addr = leader_addr.clone().unwrap_or_default();
-                (Code::Unavailable, "NotLeader")
             }
-            ApiError::Unavailable(_) | ApiError::NoQuorum(_) => (Code::Unavailable, "Unavailable"),
-        };
-        detail.reason = reason.into();
-        detail.message = self.to_string();
-        (code, detail)
+            ApiError::WaitTimeout { .. } | ApiError::Unavailable(_) | ApiError::NoQuorum(_) => {}
+        }
+        (grpc_code(reason), detail)
     }
 }
 
-/// The name of a `limits` constant quoted in a reason (all caps with `_`), if any.
-fn limit_named_in(reason: &str) -> String {
-    reason
-        .split(|c: char| !(c.is_ascii_uppercase() || c == '_'))
-        .find(|word| word.len() > 3 && word.contains('_'))
-        .unwrap_or_default()
-        .to_owned()
+/// Copies the fields a core error carries into its detail.
+fn fill_core(error: &LockError, detail: &mut ErrorDetail) {
+    match error {
+        LockError::LeaseNotFound { lease } | LockError::LeaseExpired { lease } => {
+            detail.lease = lease.0;
+        }
+        LockError::NotHolder {
+            lease,
+            holder_token,
+            ..
+        } => {
+            detail.lease = lease.map_or(0, |l| l.0);
+            detail.holder_token = holder_token.map_or(0, |t| t.0);
+        }
+        LockError::NoSuchLock { nearby, .. } => detail.nearby = nearby.clone(),
+        LockError::Busy { holder_token, .. } => {
+            detail.holder_token = holder_token.map_or(0, |t| t.0);
+        }
+        LockError::InvalidArgument { field, limit, .. } => {
+            detail.field = field.clone();
+            detail.limit = limit.map_or("", Limit::as_str).to_owned();
+        }
+        LockError::ResourceExhausted { limit, .. } => detail.limit = limit.as_str().to_owned(),
+        LockError::StaleToken {
+            presented, highest, ..
+        } => {
+            // The writer passed the holder check: it is the holder.
+            detail.holder_token = presented.0;
+            detail.highest_token = highest.0;
+        }
+        LockError::Unfenced { .. } => {}
+    }
+}
+
+/// The gRPC code of each reason: the one table.
+fn grpc_code(reason: Reason) -> Code {
+    match reason {
+        Reason::LeaseNotFound | Reason::LeaseExpired | Reason::NoSuchLock => Code::NotFound,
+        Reason::NotHolder | Reason::Busy | Reason::StaleToken | Reason::Unfenced => {
+            Code::FailedPrecondition
+        }
+        Reason::WaitTimeout => Code::DeadlineExceeded,
+        Reason::NotLeader | Reason::Unavailable => Code::Unavailable,
+        Reason::InvalidArgument => Code::InvalidArgument,
+        Reason::ResourceExhausted => Code::ResourceExhausted,
+        Reason::Internal => Code::Internal,
+    }
 }
 
 impl From<ApiError> for Status {
@@ -226,7 +232,7 @@ mod tests {
                 &[("lease", "3"), ("holder_token", "9")],
             ),
             (
-                || ApiError::invalid("name", "is 600 bytes; the limit NAME_BYTES_MAX is 512"),
+                || ApiError::Core(LockName::parse(&"a".repeat(600)).unwrap_err()),
                 "InvalidArgument",
                 &[("field", "name"), ("limit", "NAME_BYTES_MAX")],
             ),
@@ -347,13 +353,60 @@ mod tests {
 
     #[test]
     fn invalid_argument_names_field_and_limit() {
-        let status = Status::from(ApiError::invalid(
-            "name",
-            "is 600 bytes; the limit NAME_BYTES_MAX is 512",
+        let status = Status::from(ApiError::Core(
+            LockName::parse(&"a".repeat(600)).unwrap_err(),
         ));
         assert_eq!(status.code(), Code::InvalidArgument);
         assert_eq!(detail(&status).field, "name");
         assert_eq!(detail(&status).limit, "NAME_BYTES_MAX");
         assert!(status.message().contains("invalid name"));
+    }
+
+    /// The limit comes from the error's data, whatever its message says: a
+    /// ttl over the maximum names TTL_MS_MAX although its message names
+    /// TTL_MS_MIN first, and a message that names no limit leaves it empty.
+    #[test]
+    fn the_limit_is_copied_from_the_error_not_read_from_its_message() {
+        let too_long = leasehold_core::command::check_ttl(leasehold_core::limits::TTL_MS_MAX + 1);
+        let status = Status::from(ApiError::Core(too_long.unwrap_err()));
+        assert!(
+            status.message().contains("TTL_MS_MIN"),
+            "{}",
+            status.message()
+        );
+        assert_eq!(detail(&status).limit, "TTL_MS_MAX");
+        assert_eq!(detail(&status).field, "ttl_ms");
+        let status = Status::from(ApiError::invalid("lease", "NOT_A_LIMIT was named"));
+        assert_eq!(detail(&status).limit, "");
+        let full = LockError::exhausted(Limit::WaitersPerLockMax, "1024 waiters are queued");
+        let status = Status::from(ApiError::Core(full));
+        assert_eq!(status.code(), Code::ResourceExhausted);
+        assert_eq!(detail(&status).limit, "WAITERS_PER_LOCK_MAX");
+        assert!(status.message().contains("(1024)"), "{}", status.message());
+    }
+
+    /// Every detail carries its reason twice, as the enum and by name, and
+    /// both say the same.
+    #[test]
+    fn the_detail_carries_the_reason_as_enum_and_name() {
+        let errors = [
+            ApiError::Core(LockError::LeaseExpired { lease: LeaseId(4) }),
+            ApiError::WaitTimeout {
+                name: "a".into(),
+                waited_ms: 5,
+            },
+            ApiError::NotLeader {
+                leader: None,
+                leader_addr: None,
+            },
+            ApiError::Unavailable("restarting".into()),
+        ];
+        for error in errors {
+            let reason = error.reason();
+            let packed = detail(&Status::from(error));
+            assert_eq!(packed.code(), reason.into());
+            assert_eq!(packed.reason, reason.as_str());
+            assert_eq!(packed.typed_reason(), Some(Ok(reason)));
+        }
     }
 }

@@ -3,13 +3,13 @@
 //! Without `follow` the stream carries the remembered events matching the
 //! prefix and ends. With `follow` it carries them, then each new matching
 //! event, on a task of its own that ends when the client hangs up. The
-//! broadcast channel behind it is bounded ([`EVENTS_FOLLOW_BUFFER`]): a
+//! broadcast channel behind it is bounded ([`limits::EVENTS_FOLLOW_BUFFER`]): a
 //! follower that falls further behind has missed events, so its stream is
 //! ended with `RESOURCE_EXHAUSTED` rather than continued with a silent gap;
 //! reconnecting replays the recent events.
 
 use super::{check_request_size, ApiError, Node};
-use crate::events::{EventLog, LockEvent, EVENTS_FOLLOW_BUFFER, EVENTS_REMEMBERED};
+use crate::events::{EventLog, LockEvent, EVENTS_REMEMBERED};
 use leasehold_core::{limits, LockError};
 use leasehold_proto::v1::watch_server::Watch;
 use leasehold_proto::v1::{Event, EventsRequest};
@@ -57,13 +57,14 @@ fn check_events_request(request: &EventsRequest) -> Result<(), ApiError> {
     check_request_size(request)?;
     let prefix_bytes = request.prefix.len();
     if prefix_bytes > limits::NAME_BYTES_MAX {
-        return Err(ApiError::invalid(
+        return Err(ApiError::Core(LockError::over_limit(
             "prefix",
+            limits::Limit::NameBytesMax,
             format!(
                 "is {prefix_bytes} bytes; the limit NAME_BYTES_MAX is {} (a prefix of a lock name)",
                 limits::NAME_BYTES_MAX
             ),
-        ));
+        )));
     }
     Ok(())
 }
@@ -127,8 +128,7 @@ const SHUTTING_DOWN: &str =
 /// The error that ends the stream of a follower that missed `missed` events.
 fn lagged(missed: u64) -> ApiError {
     ApiError::Core(LockError::exhausted(
-        "EVENTS_FOLLOW_BUFFER",
-        EVENTS_FOLLOW_BUFFER,
+        limits::Limit::EventsFollowBuffer,
         format!(
             "this follower fell {missed} events behind and missed them; \
              reconnect to replay the recent events and follow again"
@@ -236,7 +236,7 @@ mod tests {
         // More events than the broadcast buffer holds arrive before the
         // stream's task gets to them (as for a client that reads nothing,
         // once its queue is full).
-        let overflow = EVENTS_STREAM_QUEUE + EVENTS_FOLLOW_BUFFER + 10;
+        let overflow = EVENTS_STREAM_QUEUE + limits::EVENTS_FOLLOW_BUFFER + 10;
         for revision in 1..=overflow as u64 {
             log.record(event("a", revision));
         }

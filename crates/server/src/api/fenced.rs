@@ -37,7 +37,11 @@ fn parse_put(request: FencedPutRequest) -> Result<Command, ApiError> {
 /// `lock` field reports `name`).
 fn as_field(error: LockError, field: &str) -> LockError {
     match error {
-        LockError::InvalidArgument { reason, .. } => LockError::invalid(field, reason),
+        LockError::InvalidArgument { limit, reason, .. } => LockError::InvalidArgument {
+            field: field.to_owned(),
+            limit,
+            reason,
+        },
         other => other,
     }
 }

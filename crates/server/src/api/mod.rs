@@ -28,13 +28,12 @@ use crate::clock::wall_unix_ms;
 use crate::hub::ApplyHub;
 use crate::identity::Identity;
 use crate::proposer::{ProposeError, Proposer};
-use crate::raft::node::{HEARTBEAT_INTERVAL_MS, LEADER_LEASE};
 use crate::raft::quorum::QuorumMonitor;
 use crate::raft::types::Raft;
 use crate::storage::SharedState;
 use crate::timers::Timers;
 use crate::waiters::Waiters;
-use leasehold_core::{limits, Applied, Command, Outcome, Revision};
+use leasehold_core::{limits, Applied, Command, LockError, Outcome, Revision};
 use leasehold_proto::v1::ResponseHeader;
 use openraft::error::{CheckIsLeaderError, RaftError};
 use std::sync::Arc;
@@ -97,22 +96,27 @@ impl Node {
     /// connections, each given one heartbeat interval: on a loaded machine
     /// a round can miss while replication keeps the quorum acknowledging
     /// this leader. So a missed round is tried again, for up to
-    /// [`READ_CONFIRM_MAX`]; a quorum really gone ends it sooner (see
+    /// the leader lease; a quorum really gone ends it sooner (see
     /// [`read_barrier`](Self::read_barrier)).
     async fn confirm_read(&self) -> Result<(), ApiError> {
+        // The leader lease, after which a real loss shows anyway; between
+        // rounds, half a heartbeat interval.
+        let timings = self.quorum.timings();
+        let (read_confirm_max, read_confirm_pause) =
+            (timings.leader_lease, timings.heartbeat_interval / 2);
         let mut acked = 1;
         let rounds = async {
             loop {
                 match self.raft.ensure_linearizable().await {
                     Err(RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(short))) => {
                         acked = short.got.len();
-                        tokio::time::sleep(READ_CONFIRM_PAUSE).await;
+                        tokio::time::sleep(read_confirm_pause).await;
                     }
                     confirmed => return confirmed,
                 }
             }
         };
-        let confirmed = match tokio::time::timeout(READ_CONFIRM_MAX, rounds).await {
+        let confirmed = match tokio::time::timeout(read_confirm_max, rounds).await {
             Ok(confirmed) => confirmed,
             Err(_) => return Err(ApiError::NoQuorum(self.quorum.unconfirmed(acked))),
         };
@@ -130,24 +134,18 @@ impl Node {
     }
 }
 
-/// How long a read keeps asking openraft to confirm this leader while
-/// rounds miss: the leader lease, after which a real loss shows anyway.
-const READ_CONFIRM_MAX: std::time::Duration = LEADER_LEASE;
-/// The pause between two confirmation rounds (half a heartbeat interval).
-const READ_CONFIRM_PAUSE: std::time::Duration =
-    std::time::Duration::from_millis(HEARTBEAT_INTERVAL_MS / 2);
-
 /// Rejects a request larger than [`limits::REQUEST_BYTES_MAX`].
 pub fn check_request_size(message: &impl prost::Message) -> Result<(), ApiError> {
     let size = message.encoded_len();
     if size > limits::REQUEST_BYTES_MAX {
-        return Err(ApiError::invalid(
+        return Err(ApiError::Core(LockError::over_limit(
             "request",
+            limits::Limit::RequestBytesMax,
             format!(
                 "is {size} bytes; the limit REQUEST_BYTES_MAX is {}",
                 limits::REQUEST_BYTES_MAX
             ),
-        ));
+        )));
     }
     Ok(())
 }

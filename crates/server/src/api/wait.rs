@@ -1,17 +1,33 @@
 //! A queued acquire's wait. It registers with the waiter registry before the
-//! acquire is proposed, waits for the grant until its deadline, and on the
-//! deadline proposes `CancelWait` — whose outcome, ordered in the log, says
-//! whether the grant won the race. If the caller goes away (the RPC is
+//! acquire is proposed, then waits to be woken: by its grant, or by its
+//! removal from the queue. The wait's deadline is the lessor's (armed on
+//! every node from the applied enqueue): when it passes, the leader
+//! proposes `CancelWait`, whose outcome, ordered in the log, says whether
+//! the grant won the race, and its effect wakes this wait with
+//! `WaitTimeout`. Only if that wake does not come within [`wake_grace`]
+//! after the deadline (no leader, or this node cut off) does the wait
+//! propose `CancelWait` itself. If the caller goes away (the RPC is
 //! dropped), the guard proposes `CancelWait` so the queue never keeps a
-//! waiter nobody listens to (DESIGN.md guarantee 9).
+//! waiter nobody listens to (docs/DESIGN.md guarantee 9).
 
 use super::{ApiError, Node};
+use crate::raft::node::RaftTimings;
 use crate::waiters::WaitResult;
 use leasehold_core::{Command, LeaseId, LockError, LockName, Reply, Token, WaitEndCause};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
+
+/// How long past its deadline a wait still expects the leader's
+/// `CancelWait` to wake it before proposing one itself: as long as a
+/// leader change may take (the followers notice a lost leader after its
+/// lease plus an election timeout; a split vote costs one more), so in a
+/// working cluster the leader's timer gets there first. 3 s with the
+/// default timings.
+pub fn wake_grace(timings: &RaftTimings) -> Duration {
+    timings.leader_lease + 2 * timings.election_timeout_max
+}
 
 /// A registered wait; cancels itself in the queue when dropped unfinished.
 pub struct QueuedWait {
@@ -55,11 +71,31 @@ impl QueuedWait {
         self.finished = true;
     }
 
-    /// Waits for the grant; returns the token and the time waited.
-    pub async fn until_granted(mut self) -> Result<(Token, u64), ApiError> {
+    /// Waits for the grant, or for the lessor's timeout to remove the wait;
+    /// returns the token and the time waited.
+    pub async fn until_granted(self) -> Result<(Token, u64), ApiError> {
+        let bound = self.deadline + wake_grace(self.node.quorum.timings());
+        self.until(bound).await
+    }
+
+    /// The wait is over already (a retried acquire replayed `Queued`, but
+    /// the lease is no longer in the queue): nothing will wake it, so it
+    /// waits out its own deadline and then leaves, as a timed-out wait.
+    pub async fn until_deadline(self) -> Result<(Token, u64), ApiError> {
+        let bound = self.deadline;
+        self.until(bound).await
+    }
+
+    /// Waits to be woken until `bound`; past it, proposes `CancelWait`.
+    async fn until(mut self, bound: Instant) -> Result<(Token, u64), ApiError> {
         let receiver = self.receiver.take().expect("waited once");
-        let result = tokio::time::timeout_at(self.deadline, receiver).await;
-        let waited_ms = self.started.elapsed().as_millis() as u64;
+        let result = tokio::time::timeout_at(bound, receiver).await;
+        let waited_ms = self
+            .node
+            .timers
+            .now()
+            .saturating_duration_since(self.started)
+            .as_millis() as u64;
         let outcome = match result {
             Ok(Ok(WaitResult::Granted(token))) => Ok(token),
             Ok(Ok(WaitResult::Removed(cause))) => Err(self.removed(cause, waited_ms)),
@@ -83,7 +119,7 @@ impl QueuedWait {
         }
     }
 
-    /// The deadline passed: leave the queue, unless the grant got there first.
+    /// No wake by the bound: leave the queue, unless the grant got there first.
     async fn cancel(&self, waited_ms: u64) -> Result<Token, ApiError> {
         let command = Command::CancelWait {
             lease: self.lease,
@@ -120,5 +156,22 @@ impl Drop for QueuedWait {
         tokio::spawn(async move {
             let _ = node.proposer.propose(command).await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grace_is_one_leader_change() {
+        let defaults = RaftTimings::default();
+        assert_eq!(wake_grace(&defaults), Duration::from_secs(3));
+        let faster = RaftTimings {
+            leader_lease: Duration::from_millis(300),
+            election_timeout_max: Duration::from_millis(400),
+            ..defaults
+        };
+        assert_eq!(wake_grace(&faster), Duration::from_millis(1_100));
     }
 }

@@ -4,7 +4,8 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// How often a refusal is logged per peer.
 pub const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);

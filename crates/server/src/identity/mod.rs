@@ -34,13 +34,13 @@ pub mod verdict;
 pub use cluster_id::{ClusterId, DEFAULT_CLUSTER_TOKEN};
 pub use verdict::MessageKind;
 
+use crate::clock::Clock;
 use crate::storage::{DbError, IdentityStore};
 use leasehold_proto::v1::IdentifyResponse;
 use log_limit::{LogLimit, REFUSAL_LOG_EVERY};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
 use tonic::metadata::MetadataValue;
 use tonic::Status;
 use verdict::Verdict;
@@ -71,11 +71,18 @@ pub struct Identity {
     refused_from: LogLimit,
     /// Log limit of refusals this node receives, per peer.
     refused_by: LogLimit,
+    /// The clock the log limits count on.
+    clock: Arc<dyn Clock>,
 }
 
 impl Identity {
-    /// Node `node_id`'s identity as stored in `store`.
-    pub fn load(node_id: u64, store: IdentityStore) -> Result<Identity, DbError> {
+    /// Node `node_id`'s identity as stored in `store`, its log limits
+    /// counting on `clock`.
+    pub fn load(
+        node_id: u64,
+        store: IdentityStore,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Identity, DbError> {
         let cluster_id = match store.cluster_id()? {
             None => None,
             Some(text) => Some(ClusterId::parse(&text).ok_or_else(|| {
@@ -93,6 +100,7 @@ impl Identity {
             saving_took_part: tokio::sync::Mutex::new(()),
             refused_from: LogLimit::new(REFUSAL_LOG_EVERY),
             refused_by: LogLimit::new(REFUSAL_LOG_EVERY),
+            clock,
         })
     }
 
@@ -181,7 +189,7 @@ impl Identity {
     fn refuse(&self, sender: u64, theirs: &str, kind: MessageKind) -> Status {
         let ours = self.cluster_id();
         let message = verdict::refusal(self.node_id, ours.as_ref(), sender, theirs);
-        if self.refused_from.allow(sender, Instant::now()) {
+        if self.refused_from.allow(sender, self.clock.now()) {
             tracing::warn!(
                 peer = sender,
                 cluster_id = %self.cluster_id_text(),
@@ -201,7 +209,7 @@ impl Identity {
     /// Logs (at warn, at most once per peer every [`REFUSAL_LOG_EVERY`])
     /// that node `peer` at `addr` refused this node's Raft message.
     pub fn refused_by(&self, peer: u64, addr: &str, status: &Status) {
-        if !self.refused_by.allow(peer, Instant::now()) {
+        if !self.refused_by.allow(peer, self.clock.now()) {
             return;
         }
         let theirs = status

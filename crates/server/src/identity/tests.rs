@@ -2,6 +2,7 @@
 //! other clusters, remembering who took part, and the `Identify` answer.
 
 use super::*;
+use crate::clock::TokioClock;
 use crate::storage::{self, NoopListener};
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
 
 fn open(dir: &std::path::Path, node_id: u64) -> Arc<Identity> {
     let (log, _state_machine) = storage::open(dir, Arc::new(NoopListener)).unwrap();
-    Arc::new(Identity::load(node_id, log.identity_store()).unwrap())
+    Arc::new(Identity::load(node_id, log.identity_store(), Arc::new(TokioClock)).unwrap())
 }
 
 /// Opens `dir` again once the tasks still holding it (storing the nodes
@@ -20,7 +21,9 @@ async fn reopen(dir: &std::path::Path, node_id: u64) -> Arc<Identity> {
     loop {
         match storage::open(dir, Arc::new(NoopListener)) {
             Ok((log, _state_machine)) => {
-                return Arc::new(Identity::load(node_id, log.identity_store()).unwrap())
+                return Arc::new(
+                    Identity::load(node_id, log.identity_store(), Arc::new(TokioClock)).unwrap(),
+                )
             }
             Err(error) => assert!(tokio::time::Instant::now() < deadline, "{error}"),
         }

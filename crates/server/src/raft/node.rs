@@ -30,31 +30,97 @@ pub const SNAPSHOT_EVERY_ENTRIES: u64 = 20_000;
 /// Log entries kept behind a snapshot, for slow followers.
 pub const LOG_KEPT_BEHIND_SNAPSHOT: u64 = 2_000;
 
-/// How often the leader sends heartbeats, ms.
+/// How often the leader sends heartbeats, ms (the default of
+/// [`RaftTimings::heartbeat_interval`]).
 pub const HEARTBEAT_INTERVAL_MS: u64 = 100;
-/// A follower that stops hearing from its leader campaigns after a random
-/// election timeout between these, ms.
+/// A follower that stops hearing from its leader campaigns after openraft's
+/// follower lease (`election_timeout_max`) plus a random election timeout
+/// between these, ms (the defaults of [`RaftTimings`]).
 pub const ELECTION_TIMEOUT_MIN_MS: u64 = 500;
 /// See [`ELECTION_TIMEOUT_MIN_MS`].
 pub const ELECTION_TIMEOUT_MAX_MS: u64 = 1_000;
 
 /// How long a leader's leadership holds after a quorum last acknowledged
-/// it. openraft gives followers the same lease (a follower that heard from
-/// its leader refuses other candidates for `election_timeout_max`), so past
-/// it the followers may have elected a new leader: a leader whose last
-/// quorum acknowledgement is older is *without quorum* (not ready; refuses
-/// writes and linearizable reads), and a member not heard from for longer
-/// counts as unreachable. Ten heartbeats: a few lost ones do not trip it.
+/// it (the default of [`RaftTimings::leader_lease`]). openraft gives
+/// followers the same lease (a follower that heard from its leader refuses
+/// other candidates for `election_timeout_max`), so past it the followers
+/// may have elected a new leader: a leader whose last quorum
+/// acknowledgement is older is *without quorum* (not ready; refuses writes
+/// and linearizable reads), and a member not heard from for longer counts
+/// as unreachable. Ten heartbeats: a few lost ones do not trip it.
 pub const LEADER_LEASE: Duration = Duration::from_millis(ELECTION_TIMEOUT_MAX_MS);
-const _: () = assert!(ELECTION_TIMEOUT_MAX_MS >= 5 * HEARTBEAT_INTERVAL_MS);
+
+/// Heartbeats a leader lease spans at least, so that a few lost ones do
+/// not cost the leader its quorum.
+pub const LEASE_HEARTBEATS_MIN: u32 = 5;
+
+/// Raft's timings: openraft's heartbeat and election timeouts, and the
+/// leader lease the quorum monitor holds a leader to. The failover margin
+/// depends on them ([`crate::ServeConfig::validate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RaftTimings {
+    /// How often the leader sends heartbeats.
+    pub heartbeat_interval: Duration,
+    /// Shortest election timeout: a follower's random wait before it
+    /// campaigns (after openraft's follower lease, `election_timeout_max`).
+    pub election_timeout_min: Duration,
+    /// Longest election timeout; also openraft's follower lease.
+    pub election_timeout_max: Duration,
+    /// How long a leader counts as leading after a quorum last
+    /// acknowledged it; at most `election_timeout_max` (see [`LEADER_LEASE`]).
+    pub leader_lease: Duration,
+}
+
+impl Default for RaftTimings {
+    fn default() -> RaftTimings {
+        RaftTimings {
+            heartbeat_interval: Duration::from_millis(HEARTBEAT_INTERVAL_MS),
+            election_timeout_min: Duration::from_millis(ELECTION_TIMEOUT_MIN_MS),
+            election_timeout_max: Duration::from_millis(ELECTION_TIMEOUT_MAX_MS),
+            leader_lease: LEADER_LEASE,
+        }
+    }
+}
+
+impl RaftTimings {
+    /// Checks the timings together; the error says which and what to change.
+    pub fn validate(&self) -> Result<(), String> {
+        let (heartbeat, min, max, lease) = (
+            self.heartbeat_interval.as_millis(),
+            self.election_timeout_min.as_millis(),
+            self.election_timeout_max.as_millis(),
+            self.leader_lease.as_millis(),
+        );
+        if heartbeat == 0 || min <= heartbeat || max <= min {
+            return Err(format!(
+                "raft timings need 0 < heartbeat interval ({heartbeat} ms) < election timeout min ({min} ms) < election timeout max ({max} ms)"
+            ));
+        }
+        if lease > max {
+            return Err(format!(
+                "leader lease {lease} ms exceeds election timeout max {max} ms, openraft's follower lease: a leader cut off from the others would still answer as leader after they elected another; shorten the leader lease to at most {max} ms"
+            ));
+        }
+        let lease_min = heartbeat * u128::from(LEASE_HEARTBEATS_MIN);
+        if lease < lease_min {
+            return Err(format!(
+                "leader lease {lease} ms spans fewer than {LEASE_HEARTBEATS_MIN} heartbeats of {heartbeat} ms: a few lost heartbeats would cost the leader its quorum; lengthen it to at least {lease_min} ms or shorten the heartbeat interval"
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// The openraft configuration, validated.
-pub fn raft_config(snapshot_every_entries: u64) -> Result<Arc<Config>, ServeError> {
+pub fn raft_config(
+    timings: &RaftTimings,
+    snapshot_every_entries: u64,
+) -> Result<Arc<Config>, ServeError> {
     let config = Config {
         cluster_name: "leasehold".into(),
-        heartbeat_interval: HEARTBEAT_INTERVAL_MS,
-        election_timeout_min: ELECTION_TIMEOUT_MIN_MS,
-        election_timeout_max: ELECTION_TIMEOUT_MAX_MS,
+        heartbeat_interval: timings.heartbeat_interval.as_millis() as u64,
+        election_timeout_min: timings.election_timeout_min.as_millis() as u64,
+        election_timeout_max: timings.election_timeout_max.as_millis() as u64,
         snapshot_policy: SnapshotPolicy::LogsSinceLast(snapshot_every_entries),
         // Entries per AppendEntries: each is a batch of up to 4,096
         // commands, so keep one message well under RAFT_MESSAGE_BYTES_MAX.
@@ -93,6 +159,8 @@ pub struct Start {
     pub cluster_token: String,
     /// Log entries between snapshots.
     pub snapshot_every_entries: u64,
+    /// Heartbeat and election timeouts.
+    pub timings: RaftTimings,
     /// Its cluster identity, given an id here before Raft forms anything.
     pub identity: Arc<Identity>,
 }
@@ -106,7 +174,7 @@ pub async fn start(
     state_machine: StateMachineStore,
 ) -> Result<Raft, ServeError> {
     let node_id = start.node_id;
-    let config = raft_config(start.snapshot_every_entries)?;
+    let config = raft_config(&start.timings, start.snapshot_every_entries)?;
     let raft = Raft::new(node_id, config, start.network, log_store, state_machine)
         .await
         .map_err(|error| ServeError::Raft(error.to_string()))?;

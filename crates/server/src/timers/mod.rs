@@ -1,34 +1,42 @@
-//! The leader's timer layer: lease expiry, end of lock delay, end of
-//! max-hold. Deadlines are kept on every node from applied effects, on the
-//! node's monotonic [`Clock`]; only the leader proposes the resulting
-//! commands, and only through the replicated log (DESIGN.md guarantee 3).
+//! The leader's timer layer: the core's [`Lessor`] (lease expiry, end of
+//! lock delay, end of max-hold, end of a queued acquire's wait) fed from
+//! applied effects on every node, on this node's monotonic [`Clock`] in
+//! milliseconds since the timers were made; and the task that, on the
+//! leader only, proposes what is due through the replicated log
+//! (docs/DESIGN.md guarantee 3).
 
-mod table;
 mod task;
 
-pub use table::{Due, TimerTable};
-pub use task::spawn;
+pub use leasehold_core::lessor::Due;
+pub use task::{spawn, PROPOSALS_IN_FLIGHT_MAX};
 
 use crate::clock::Clock;
-use leasehold_core::{LeaseId, LockName, Token};
+use leasehold_core::lessor::Lessor;
+use leasehold_core::{Effect, LeaseId, LockName, State, Token};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-/// The shared timer table plus a wake-up for the timer task.
+/// The shared lessor, its clock, and a wake-up for the timer task.
 pub struct Timers {
-    table: Mutex<TimerTable>,
+    lessor: Mutex<Lessor>,
+    /// The only clock the deadlines are read on.
     clock: Arc<dyn Clock>,
+    /// Millisecond 0 of the lessor's time line: the clock's now when the
+    /// timers were made.
+    origin: Instant,
     /// Wakes the task when a deadline earlier than its current sleep appears.
     wake: Notify,
 }
 
 impl Timers {
-    /// Empty timers on `clock`.
+    /// Empty timers on `clock`, with `failover_margin` for deadlines that
+    /// fall just after this node takes over.
     pub fn new(clock: Arc<dyn Clock>, failover_margin: Duration) -> Timers {
         Timers {
-            table: Mutex::new(TimerTable::new(failover_margin)),
+            lessor: Mutex::new(Lessor::new(failover_margin.as_millis() as u64)),
+            origin: clock.now(),
             clock,
             wake: Notify::new(),
         }
@@ -39,14 +47,36 @@ impl Timers {
         self.clock.now()
     }
 
-    /// Runs `f` on the table; wakes the task if the earliest deadline moved earlier.
-    pub fn update<R>(&self, f: impl FnOnce(&mut TimerTable, Instant) -> R) -> R {
-        let now = self.clock.now();
-        let mut table = self.table.lock().expect("timer table poisoned");
-        let before = table.next_deadline();
-        let result = f(&mut table, now);
-        let after = table.next_deadline();
-        drop(table);
+    /// Now on the lessor's time line, in ms since the origin, rounded up:
+    /// a deadline armed from it never falls before the true one.
+    pub fn now_ms(&self) -> u64 {
+        let elapsed = self.clock.now().saturating_duration_since(self.origin);
+        let ms = elapsed.as_millis() as u64;
+        ms + u64::from(elapsed > Duration::from_millis(ms))
+    }
+
+    /// Up to `max` items due now. Now is rounded down here, so that no item
+    /// is handed out before its deadline.
+    pub fn take_due(&self, max: usize) -> Vec<Due> {
+        let elapsed = self.clock.now().saturating_duration_since(self.origin);
+        let now_ms = elapsed.as_millis() as u64;
+        self.update(|lessor, _| lessor.take_due(now_ms, max))
+    }
+
+    /// The instant of millisecond `at_ms` of the lessor's time line.
+    pub fn instant_of(&self, at_ms: u64) -> Instant {
+        self.origin + Duration::from_millis(at_ms)
+    }
+
+    /// Runs `f` on the lessor at now (ms, see [`Timers::now_ms`]); wakes
+    /// the task if the earliest deadline moved earlier.
+    pub fn update<R>(&self, f: impl FnOnce(&mut Lessor, u64) -> R) -> R {
+        let now_ms = self.now_ms();
+        let mut lessor = self.lessor.lock().expect("lessor poisoned");
+        let before = lessor.next_deadline_ms();
+        let result = f(&mut lessor, now_ms);
+        let after = lessor.next_deadline_ms();
+        drop(lessor);
         if matches!((before, after), (_, Some(a)) if before.is_none_or(|b| a < b)) {
             self.wake.notify_one();
         }
@@ -55,35 +85,182 @@ impl Timers {
 
     /// Time left on `lease` (display only).
     pub fn remaining(&self, lease: LeaseId) -> Option<Duration> {
-        let now = self.clock.now();
-        self.table
-            .lock()
-            .expect("timer table poisoned")
-            .remaining(lease, now)
+        let left_ms = self.update(|lessor, now_ms| lessor.remaining_ms(lease, now_ms))?;
+        Some(Duration::from_millis(left_ms))
     }
 
     /// Time left in a lock delay (display only).
     pub fn delay_remaining(&self, name: &LockName, token: Token) -> Option<Duration> {
-        let now = self.clock.now();
-        self.table
-            .lock()
-            .expect("timer table poisoned")
-            .delay_remaining(name, token, now)
+        let left_ms =
+            self.update(|lessor, now_ms| lessor.delay_remaining_ms(name, token, now_ms))?;
+        Some(Duration::from_millis(left_ms))
     }
 
-    /// Marks a lock timer's command as applied.
-    pub fn lock_timer_done(&self, due: &Due) {
-        self.table
-            .lock()
-            .expect("timer table poisoned")
-            .lock_timer_done(due);
+    /// Arms or disarms the deadlines an applied effect names (on every
+    /// node, in log order). Lease renewals come through
+    /// [`Timers::lease_renewed`]: they need the lease's renewal count.
+    pub fn effect(&self, effect: &Effect) {
+        self.update(|lessor, now_ms| match effect {
+            Effect::LeaseEnded { lease, .. } => lessor.lease_ended(*lease),
+            Effect::LockGranted {
+                name,
+                lease,
+                token,
+                from_queue,
+                max_hold_ms,
+            } => {
+                if *from_queue {
+                    lessor.wait_ended(name, *lease);
+                }
+                if *max_hold_ms > 0 {
+                    lessor.hold_started(name.clone(), *token, *max_hold_ms, now_ms);
+                }
+            }
+            Effect::LockFreed { name, token, .. } => lessor.hold_ended(name, *token),
+            Effect::WaiterRemoved { name, lease, .. } => lessor.wait_ended(name, *lease),
+            Effect::LockDelayStarted {
+                name,
+                token,
+                delay_ms,
+            } => lessor.delay_started(name.clone(), *token, *delay_ms, now_ms),
+            Effect::WaiterQueued {
+                name,
+                lease,
+                wait_ms,
+            } => lessor.wait_started(name.clone(), *lease, *wait_ms, now_ms),
+            Effect::LeaseRenewed { .. }
+            | Effect::ReleaseFailed { .. }
+            | Effect::FencedPutRefused { .. } => {}
+        });
     }
 
-    /// A holder's hold ended (release, expiry, max-hold).
-    pub fn hold_ended(&self, name: &LockName, token: Token) {
-        self.table
-            .lock()
-            .expect("timer table poisoned")
-            .hold_ended(name, token);
+    /// A renewal of `lease` (its `renewals`-th, with `ttl_ms`) applied now:
+    /// re-arms its deadline. Returns the time the lease had left if it was
+    /// tracked (a keep-alive's margin).
+    pub fn lease_renewed(&self, lease: LeaseId, ttl_ms: u64, renewals: u64) -> Option<Duration> {
+        let left_ms = self.update(|lessor, now_ms| {
+            let left_ms = lessor.remaining_ms(lease, now_ms);
+            lessor.lease_renewed(lease, ttl_ms, renewals, now_ms);
+            left_ms
+        })?;
+        Some(Duration::from_millis(left_ms))
+    }
+
+    /// The command of a handed-out item applied.
+    pub fn done(&self, due: &Due) {
+        self.update(|lessor, _| lessor.done(due));
+    }
+
+    /// Forgets every deadline and arms those of `state` from now (after a
+    /// snapshot is installed, or at start): each lease gets its full ttl,
+    /// each delay, max hold and wait its full length, counted from now.
+    pub fn rebuild(&self, state: &State) {
+        self.update(|lessor, now_ms| {
+            lessor.clear();
+            for lease in state.leases() {
+                lessor.lease_renewed(lease.id, lease.ttl_ms, lease.renewals, now_ms);
+            }
+            for lock in state.locks_with_prefix("") {
+                if let Some(delay) = &lock.delay {
+                    let name = lock.name.clone();
+                    lessor.delay_started(name, delay.token, delay.delay_ms, now_ms);
+                }
+                if let Some(holder) = lock.holder.as_ref().filter(|h| h.max_hold_ms > 0) {
+                    let name = lock.name.clone();
+                    lessor.hold_started(name, holder.token, holder.max_hold_ms, now_ms);
+                }
+                for waiter in &lock.waiters {
+                    let name = lock.name.clone();
+                    lessor.wait_started(name, waiter.lease, waiter.wait_ms, now_ms);
+                }
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use leasehold_core::{Acquire, Command, OwnerInfo, Reply};
+
+    fn grant(state: &mut State, ttl_ms: u64) -> LeaseId {
+        let owner = OwnerInfo::default();
+        let command = Command::GrantLease {
+            ttl_ms,
+            owner,
+            request_id: None,
+        };
+        match state.apply(command, 0).outcome {
+            Ok(Reply::LeaseGranted { lease, .. }) => lease,
+            other => panic!("grant: {other:?}"),
+        }
+    }
+
+    fn acquire(lease: LeaseId, name: &LockName, wait_ms: u64, max_hold_ms: u64) -> Command {
+        Command::Acquire(Acquire {
+            lease,
+            name: name.clone(),
+            wait_ms,
+            request_id: None,
+            fenced: false,
+            lock_delay_ms: 0,
+            max_hold_ms,
+            metadata: Default::default(),
+        })
+    }
+
+    #[test]
+    fn a_rebuild_arms_leases_holds_and_waits_from_now() {
+        let mut state = State::default();
+        let (holder, waiter) = (grant(&mut state, 5_000), grant(&mut state, 5_000));
+        let name = LockName::parse("rebuilt").unwrap();
+        state.apply(acquire(holder, &name, 0, 900), 0);
+        state.apply(acquire(waiter, &name, 700, 0), 0);
+        let clock = Arc::new(ManualClock::starting_now());
+        let timers = Timers::new(clock.clone(), Duration::ZERO);
+        timers.update(|lessor, now_ms| lessor.lease_renewed(LeaseId(99), 1, 0, now_ms));
+        clock.advance(Duration::from_secs(10));
+        timers.rebuild(&state);
+        assert_eq!(timers.remaining(LeaseId(99)), None, "forgotten");
+        assert_eq!(timers.remaining(holder), Some(Duration::from_secs(5)));
+        clock.advance(Duration::from_millis(700));
+        let cancel = Due::CancelWait {
+            name: name.clone(),
+            lease: waiter,
+        };
+        assert_eq!(timers.take_due(10), vec![cancel]);
+        clock.advance(Duration::from_millis(200));
+        assert!(matches!(&timers.take_due(10)[..], [Due::EndHold { .. }]));
+    }
+
+    #[test]
+    fn the_lessor_runs_on_the_clock_in_ms_since_the_origin() {
+        let clock = Arc::new(ManualClock::starting_now());
+        let timers = Timers::new(clock.clone(), Duration::from_millis(500));
+        clock.advance(Duration::from_millis(1_500));
+        assert_eq!(timers.now_ms(), 1_500);
+        timers.update(|lessor, now_ms| lessor.lease_renewed(LeaseId(1), 1_000, 0, now_ms));
+        clock.advance(Duration::from_millis(400));
+        assert_eq!(
+            timers.remaining(LeaseId(1)),
+            Some(Duration::from_millis(600))
+        );
+        assert_eq!(
+            timers.instant_of(2_500),
+            timers.now() + Duration::from_millis(600)
+        );
+        clock.advance(Duration::from_micros(599_500));
+        assert_eq!(timers.now_ms(), 2_500, "rounded up to arm");
+        assert!(timers.take_due(10).is_empty(), "rounded down to take");
+        clock.advance(Duration::from_micros(500));
+        let due = timers.take_due(10);
+        assert_eq!(
+            due,
+            vec![Due::ExpireLease {
+                lease: LeaseId(1),
+                renewals: 0
+            }]
+        );
     }
 }

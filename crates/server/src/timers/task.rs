@@ -1,69 +1,109 @@
-//! The timer task: sleeps until the earliest deadline, and when this node is
-//! the leader proposes what is due. A due item stays armed (re-armed a little
-//! later) until its command's effect removes it, so a proposal lost to a
-//! leadership change is retried by whoever leads next.
+//! The timer task: one task that feeds the lessor the clock and, while this
+//! node leads, proposes what is due. At most [`PROPOSALS_IN_FLIGHT_MAX`]
+//! proposals are in flight at once, polled inside this task (no task per
+//! item); they travel through the proposer's group commit, so a storm of
+//! expiries is committed in batches between client commands rather than
+//! ahead of them. A due item stays armed (re-armed a little later) until
+//! its command's effect removes it, so a proposal lost to a leadership
+//! change is retried by whoever leads next.
 
 use super::{Due, Timers};
 use crate::proposer::Proposer;
 use crate::raft::types::Raft;
+use futures::stream::{FuturesUnordered, StreamExt};
 use leasehold_core::Command;
+use openraft::metrics::RaftServerMetrics;
+use openraft::BasicNode;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::time::{sleep_until, Instant};
+use tokio::sync::watch;
+use tokio::time::sleep_until;
 
-/// Longest sleep between leadership checks.
+/// Proposals of due items in flight at once, at most: bounds the memory and
+/// the share of each group commit an expiry storm takes; the rest stay due
+/// and follow as these complete.
+pub const PROPOSALS_IN_FLIGHT_MAX: usize = 256;
+
+/// Longest sleep while leading (deadlines and leadership changes wake the
+/// task sooner; this bounds the cost of a missed wake-up).
 const POLL_MAX: Duration = Duration::from_millis(100);
+
+/// A proposal in flight: the item, and whether its command applied.
+type InFlight = Pin<Box<dyn Future<Output = (Due, Result<(), String>)> + Send>>;
 
 /// Starts the timer task; it ends when `raft` shuts down.
 pub fn spawn(timers: Arc<Timers>, proposer: Proposer, raft: Raft, node_id: u64) {
-    tokio::spawn(async move {
-        // Server metrics change only with votes, roles and membership, not
-        // with every applied entry: waking on them costs nothing per write.
-        let mut metrics = raft.server_metrics();
-        let mut leading = false;
-        loop {
-            let leader = metrics.borrow_and_update().current_leader;
-            let now = timers.now();
-            let is_leader = leader == Some(node_id);
-            if is_leader != leading {
-                leading = is_leader;
-                timers.update(|table, now| table.set_leader_since(is_leader.then_some(now)));
-                tracing::info!(node_id, leading, "leadership changed");
-            }
-            if leading {
-                let due = timers.update(|table, now| table.take_due(now));
-                for item in due {
-                    tokio::spawn(propose(timers.clone(), proposer.clone(), item));
-                }
-            }
-            let next = timers.update(|table, _| table.next_deadline());
-            let wake_at = next.map_or(now + POLL_MAX, |at| at.min(now + POLL_MAX));
-            tokio::select! {
-                _ = sleep_until(wake_at.max(Instant::now())) => {}
-                _ = timers.wake.notified() => {}
-                changed = metrics.changed() => if changed.is_err() { return },
-            }
+    // Server metrics change only with votes, roles and membership, not
+    // with every applied entry: waking on them costs nothing per write.
+    let leadership = raft.server_metrics();
+    let propose = move |command: Command| {
+        let proposer = proposer.clone();
+        async move {
+            let applied = proposer.propose(command).await;
+            applied.map(|_| ()).map_err(|error| error.to_string())
         }
-    });
+    };
+    let leads =
+        move |metrics: &RaftServerMetrics<u64, BasicNode>| metrics.current_leader == Some(node_id);
+    tokio::spawn(run(timers, leadership, leads, propose));
 }
 
-async fn propose(timers: Arc<Timers>, proposer: Proposer, due: Due) {
-    let command = match &due {
-        Due::ExpireLease { lease, renewals } => Command::ExpireLease {
-            lease: *lease,
-            renewals: *renewals,
-        },
-        Due::EndLockDelay { name, token } => Command::EndLockDelay {
-            name: name.clone(),
-            token: *token,
-        },
-        Due::EndHold { name, token } => Command::EndHold {
-            name: name.clone(),
-            token: *token,
-        },
-    };
-    match proposer.propose(command).await {
-        Ok(_) => timers.lock_timer_done(&due),
-        Err(error) => tracing::debug!(?due, %error, "timer proposal failed; will retry"),
+/// The loop: tracks leadership from `leadership` (this node leads when
+/// `leads` says so), and while leading proposes due items with `propose`,
+/// at most [`PROPOSALS_IN_FLIGHT_MAX`] at a time. Ends when `leadership`'s
+/// sender is gone.
+pub(super) async fn run<T, F>(
+    timers: Arc<Timers>,
+    mut leadership: watch::Receiver<T>,
+    leads: impl Fn(&T) -> bool,
+    propose: impl Fn(Command) -> F,
+) where
+    F: Future<Output = Result<(), String>> + Send + 'static,
+{
+    let mut in_flight: FuturesUnordered<InFlight> = FuturesUnordered::new();
+    let mut leading = false;
+    loop {
+        let is_leader = leads(&leadership.borrow_and_update());
+        if is_leader != leading {
+            leading = is_leader;
+            timers.update(|lessor, now_ms| lessor.set_leader_since(leading.then_some(now_ms)));
+            tracing::info!(leading, "leadership changed");
+        }
+        if leading {
+            let room = PROPOSALS_IN_FLIGHT_MAX - in_flight.len();
+            let due = timers.take_due(room);
+            for item in due {
+                let proposal = propose(item.command());
+                in_flight.push(Box::pin(async move { (item, proposal.await) }));
+            }
+        }
+        // Not leading: nothing to propose, whatever is overdue. Full: what
+        // is due waits for a proposal to complete.
+        let sleeps = leading && in_flight.len() < PROPOSALS_IN_FLIGHT_MAX;
+        let wake_at = next_wake(&timers);
+        tokio::select! {
+            () = sleep_until(wake_at), if sleeps => {}
+            () = timers.wake.notified(), if sleeps => {}
+            Some((due, applied)) = in_flight.next(), if !in_flight.is_empty() => match applied {
+                Ok(()) => timers.done(&due),
+                Err(error) => tracing::debug!(?due, %error, "timer proposal failed; will retry"),
+            },
+            changed = leadership.changed() => if changed.is_err() { return },
+        }
     }
 }
+
+/// When to look again: the earliest deadline, at most [`POLL_MAX`] away.
+fn next_wake(timers: &Timers) -> tokio::time::Instant {
+    let now = timers.now();
+    let next = timers.update(|lessor, _| lessor.next_deadline_ms());
+    next.map_or(now + POLL_MAX, |at_ms| {
+        timers.instant_of(at_ms).clamp(now, now + POLL_MAX)
+    })
+}
+
+#[cfg(test)]
+#[path = "task_tests.rs"]
+mod tests;

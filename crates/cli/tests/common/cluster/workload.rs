@@ -10,9 +10,9 @@
 //! Also here: [`watch`], which asks a held lock's `fence()` every 20 ms and
 //! records the first failure, for a lock that must survive the faults.
 
-use super::super::drill::Resource;
+use super::super::drill::resource::Resource;
 use super::Cluster;
-use leasehold_client::{CancellationToken, Client, Error, Lease, LockHandle};
+use leasehold_client::{CancellationToken, Client, Error, Lease, LockGuard, LockHandle};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -311,6 +311,32 @@ async fn write(resource: SocketAddr, token: u64, writer: &str) -> Answer {
         },
         _ => panic!("the resource answered {answer:?}"),
     }
+}
+
+/// The long-lived holder a cluster test watches across a fault: a lease of
+/// `ttl` renewed every `interval` (owner "kept"), holding `lock` fenced,
+/// taken through `endpoints`.
+pub async fn hold_kept(
+    endpoints: &[String],
+    ttl: Duration,
+    interval: Duration,
+    lock: &str,
+) -> (Lease, LockGuard) {
+    let client = Client::connect(endpoints).await.expect("connect");
+    let lease = client
+        .lease(ttl)
+        .keep_alive_interval(interval)
+        .owner("kept")
+        .grant()
+        .await
+        .expect("grant");
+    let guard = lease
+        .lock(lock)
+        .fenced(true)
+        .acquire()
+        .await
+        .expect("acquire");
+    (lease, guard)
 }
 
 /// What [`watch`] saw.

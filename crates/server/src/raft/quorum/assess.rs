@@ -5,13 +5,12 @@
 //! state every instant.
 //!
 //! A leader has its quorum while a quorum acknowledged it within the
-//! [`LEADER_LEASE`] (a one-voter cluster always has it); any other node
+//! leader lease (a one-voter cluster always has it); any other node
 //! counts as having one while it follows a leader it heard from within the
 //! lease. A member is reachable if heard from within the lease; a node only
 //! has a view of the members it exchanges messages with: a leader of every
 //! member, a candidate of the voters, a follower of its leader only.
 
-use crate::raft::node::LEADER_LEASE;
 use openraft::{BasicNode, RaftMetrics, ServerState};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -214,18 +213,19 @@ impl QuorumReport {
     }
 }
 
-/// Assesses `view` at `now`, given the acknowledgements `acks` has seen and
-/// when each member was last `heard`.
+/// Assesses `view` at `now`, given the acknowledgements `acks` has seen,
+/// when each member was last `heard`, and the leader `lease`.
 pub fn assess(
     view: &RaftView,
     acks: &AckTracker,
     heard: &BTreeMap<u64, Instant>,
     now: Instant,
+    lease: Duration,
 ) -> QuorumReport {
     let age = |id: u64| heard.get(&id).map(|at| now.saturating_duration_since(*at));
-    let fresh = |id: u64| id == view.id || age(id).is_some_and(|age| age <= LEADER_LEASE);
+    let fresh = |id: u64| id == view.id || age(id).is_some_and(|age| age <= lease);
     let standing = if view.leads() {
-        leader_standing(view, acks, now, fresh)
+        leader_standing(view, acks, now, lease, fresh)
     } else {
         match view.leader {
             Some(leader) if fresh(leader) => Standing::Following { leader },
@@ -270,6 +270,7 @@ fn leader_standing(
     view: &RaftView,
     acks: &AckTracker,
     now: Instant,
+    lease: Duration,
     fresh: impl Fn(u64) -> bool,
 ) -> Standing {
     // openraft counts the leader's own clock for a single voter: its
@@ -281,7 +282,7 @@ fn leader_standing(
     let (since, acked_at) = acks.in_term(view.term).unwrap_or((now, None));
     let last_ack = acked_at.map(|at| now.saturating_duration_since(at));
     let leading_for = now.saturating_duration_since(since);
-    if last_ack.unwrap_or(leading_for) <= LEADER_LEASE {
+    if last_ack.unwrap_or(leading_for) <= lease {
         return Standing::Leader;
     }
     Standing::LeaderWithoutQuorum(NoQuorum {

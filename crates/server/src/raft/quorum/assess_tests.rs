@@ -1,6 +1,7 @@
 //! The assessment on stated instants: every `now` is `t0` plus an offset.
 
 use super::*;
+use crate::raft::node::LEADER_LEASE;
 
 fn ms(ms: u64) -> Duration {
     Duration::from_millis(ms)
@@ -44,13 +45,25 @@ fn a_single_voter_always_has_its_quorum() {
     let mut acks = AckTracker::default();
     acks.observe(&only, t0);
     // Its metrics stop changing (always "0 ms"): an hour later it still leads.
-    let report = assess(&only, &acks, &BTreeMap::new(), t0 + ms(3_600_000));
+    let report = assess(
+        &only,
+        &acks,
+        &BTreeMap::new(),
+        t0 + ms(3_600_000),
+        LEADER_LEASE,
+    );
     assert_eq!(report.standing, Standing::Leader);
     assert!(report.quorum());
     assert_eq!(report.contacts[&1], contact(Some(true), Some(0)));
     let mut unacked = only.clone();
     unacked.millis_since_quorum_ack = None;
-    let report = assess(&unacked, &AckTracker::default(), &BTreeMap::new(), t0);
+    let report = assess(
+        &unacked,
+        &AckTracker::default(),
+        &BTreeMap::new(),
+        t0,
+        LEADER_LEASE,
+    );
     assert_eq!(report.standing, Standing::Leader);
 }
 
@@ -60,21 +73,27 @@ fn a_leader_loses_its_quorum_when_the_last_ack_passes_the_lease() {
     let mut acks = AckTracker::default();
     acks.observe(&leader(Some(40)), t0);
     let contacts = heard(t0, &[(2, 0), (3, 0)]);
-    let healthy = assess(&leader(Some(40)), &acks, &contacts, t0 + ms(500));
+    let healthy = assess(
+        &leader(Some(40)),
+        &acks,
+        &contacts,
+        t0 + ms(500),
+        LEADER_LEASE,
+    );
     assert_eq!(healthy.standing, Standing::Leader);
     assert_eq!(healthy.contacts[&2], contact(Some(true), Some(500)));
     assert_eq!(healthy.problem(), "");
 
     // Both followers die at t0: nothing is heard, the ack ages past the lease.
     let now = t0 + LEADER_LEASE - ms(40);
-    let report = assess(&leader(Some(40)), &acks, &contacts, now);
+    let report = assess(&leader(Some(40)), &acks, &contacts, now, LEADER_LEASE);
     assert_eq!(
         report.standing,
         Standing::Leader,
         "at the lease: still held"
     );
     let now = t0 + ms(2_260);
-    let report = assess(&leader(Some(40)), &acks, &contacts, now);
+    let report = assess(&leader(Some(40)), &acks, &contacts, now, LEADER_LEASE);
     let expected = NoQuorum {
         reached: 1,
         voters: 3,
@@ -109,7 +128,13 @@ fn reached_counts_the_voters_heard_within_the_lease() {
     // Node 2 still answers (its replies do not acknowledge: say it rejects
     // them), node 3 is gone, learner 4 answers but does not count.
     let contacts = heard(t0, &[(2, 1_900), (3, 0), (4, 1_900)]);
-    let report = assess(&leader(Some(0)), &acks, &contacts, t0 + ms(2_000));
+    let report = assess(
+        &leader(Some(0)),
+        &acks,
+        &contacts,
+        t0 + ms(2_000),
+        LEADER_LEASE,
+    );
     let Standing::LeaderWithoutQuorum(why) = report.standing else {
         panic!("{report:?}")
     };
@@ -123,10 +148,10 @@ fn a_new_leader_has_the_lease_from_its_election_before_any_ack() {
     acks.observe(&leader(None), t0);
     let none = BTreeMap::new();
     assert_eq!(
-        assess(&leader(None), &acks, &none, t0 + ms(900)).standing,
+        assess(&leader(None), &acks, &none, t0 + ms(900), LEADER_LEASE).standing,
         Standing::Leader
     );
-    let report = assess(&leader(None), &acks, &none, t0 + ms(1_100));
+    let report = assess(&leader(None), &acks, &none, t0 + ms(1_100), LEADER_LEASE);
     assert_eq!(
         report.problem(),
         "leader without quorum: this node reaches 1 of 3 voting members (2 needed); \
@@ -136,7 +161,7 @@ fn a_new_leader_has_the_lease_from_its_election_before_any_ack() {
     let mut next = leader(None);
     next.term = 6;
     assert_eq!(
-        assess(&next, &acks, &none, t0 + ms(5_000)).standing,
+        assess(&next, &acks, &none, t0 + ms(5_000), LEADER_LEASE).standing,
         Standing::Leader
     );
 }
@@ -168,20 +193,20 @@ fn a_follower_has_a_quorum_while_it_hears_its_leader_and_views_only_it() {
     let follower = view(ServerState::Follower, Some(2), None);
     let acks = AckTracker::default();
     let contacts = heard(t0, &[(2, 0), (3, 0)]);
-    let report = assess(&follower, &acks, &contacts, t0 + ms(300));
+    let report = assess(&follower, &acks, &contacts, t0 + ms(300), LEADER_LEASE);
     assert_eq!(report.standing, Standing::Following { leader: 2 });
     assert!(report.quorum());
     assert_eq!(report.contacts[&2], contact(Some(true), Some(300)));
     assert_eq!(report.contacts[&3], contact(None, None), "no view of 3");
     assert_eq!(report.contacts[&1], contact(Some(true), Some(0)));
 
-    let report = assess(&follower, &acks, &contacts, t0 + ms(4_000));
+    let report = assess(&follower, &acks, &contacts, t0 + ms(4_000), LEADER_LEASE);
     assert!(!report.quorum());
     assert_eq!(report.problem(), "leader node 2 not heard from for 4.0 s");
     assert_eq!(report.contacts[&2], contact(Some(false), Some(4_000)));
 
     let lost = view(ServerState::Follower, None, None);
-    let report = assess(&lost, &acks, &contacts, t0);
+    let report = assess(&lost, &acks, &contacts, t0, LEADER_LEASE);
     assert_eq!(report.problem(), "no leader known");
     assert!(report
         .contacts
@@ -195,7 +220,13 @@ fn a_candidate_views_the_voters() {
     let t0 = Instant::now();
     let candidate = view(ServerState::Candidate, None, None);
     let contacts = heard(t0, &[(2, 0)]);
-    let report = assess(&candidate, &AckTracker::default(), &contacts, t0 + ms(100));
+    let report = assess(
+        &candidate,
+        &AckTracker::default(),
+        &contacts,
+        t0 + ms(100),
+        LEADER_LEASE,
+    );
     assert!(!report.quorum());
     assert_eq!(report.contacts[&2], contact(Some(true), Some(100)));
     assert_eq!(report.contacts[&3], contact(Some(false), None));

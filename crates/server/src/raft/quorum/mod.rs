@@ -17,20 +17,22 @@ mod assess;
 pub use assess::{seconds, Contact, NoQuorum, QuorumReport, RaftView, Standing};
 
 use super::contacts::Contacts;
-use super::node::HEARTBEAT_INTERVAL_MS;
+use super::node::RaftTimings;
 use assess::{assess, unconfirmed, AckTracker};
 use openraft::{BasicNode, RaftMetrics};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// How often the monitor re-assesses when openraft's metrics do not
-/// change (they normally change on every tick): the lease runs out on the
-/// monitor's clock even if Raft's core publishes nothing.
-const RECHECK: Duration = Duration::from_millis(HEARTBEAT_INTERVAL_MS);
-
 /// The quorum state of this node; shared by the API, HTTP and proposer.
 pub struct QuorumMonitor {
+    /// The leader lease and heartbeat interval it judges by.
+    timings: RaftTimings,
+    /// How often it re-assesses when openraft's metrics do not change
+    /// (they normally change on every tick): one heartbeat interval, so
+    /// the lease runs out on the monitor's clock even if Raft's core
+    /// publishes nothing.
+    recheck: Duration,
     /// openraft's metrics, read on demand.
     metrics: watch::Receiver<RaftMetrics<u64, BasicNode>>,
     /// When each member was last heard from (and the clock).
@@ -45,12 +47,16 @@ pub struct QuorumMonitor {
 
 impl QuorumMonitor {
     /// Starts watching Raft's `metrics` (`raft.metrics()`), with `contacts`
-    /// filled by its network. The task ends when Raft shuts down.
+    /// filled by its network, judging by `timings`. The task ends when Raft
+    /// shuts down.
     pub fn spawn(
         metrics: watch::Receiver<RaftMetrics<u64, BasicNode>>,
         contacts: Arc<Contacts>,
+        timings: &RaftTimings,
     ) -> Arc<QuorumMonitor> {
         let monitor = Arc::new(QuorumMonitor {
+            timings: *timings,
+            recheck: timings.heartbeat_interval,
             metrics: metrics.clone(),
             contacts,
             acks: Mutex::new(AckTracker::default()),
@@ -58,6 +64,11 @@ impl QuorumMonitor {
         });
         tokio::spawn(watch_metrics(monitor.clone(), metrics));
         monitor
+    }
+
+    /// The Raft timings it judges by.
+    pub fn timings(&self) -> &RaftTimings {
+        &self.timings
     }
 
     /// The contacts it reads (the receiving side of Raft fills them too).
@@ -109,7 +120,7 @@ impl QuorumMonitor {
         let now = self.contacts.now();
         let heard = self.contacts.last_heard();
         let acks = self.acks.lock().expect("acks poisoned");
-        assess(view, &acks, &heard, now)
+        assess(view, &acks, &heard, now, self.timings.leader_lease)
     }
 
     /// Takes in metrics just published.
@@ -140,7 +151,7 @@ impl QuorumMonitor {
 }
 
 /// The monitor task: re-assesses on every metrics change, and every
-/// [`RECHECK`] without one.
+/// `recheck` without one.
 async fn watch_metrics(
     monitor: Arc<QuorumMonitor>,
     mut metrics: watch::Receiver<RaftMetrics<u64, BasicNode>>,
@@ -152,7 +163,7 @@ async fn watch_metrics(
             monitor.observe(&view);
         }
         monitor.publish(&view);
-        changed = match tokio::time::timeout(RECHECK, metrics.changed()).await {
+        changed = match tokio::time::timeout(monitor.recheck, metrics.changed()).await {
             Ok(Ok(())) => true,
             Ok(Err(_)) => return,
             Err(_) => false,

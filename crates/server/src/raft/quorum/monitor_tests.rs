@@ -1,7 +1,7 @@
 //! The monitor on a driven clock: openraft's metrics are a watch channel
 //! the test publishes to, the contacts' clock a [`ManualClock`]. The
-//! monitor's re-check runs on real time (every [`RECHECK`]), so each wait
-//! is bounded by a few re-checks.
+//! monitor's re-check runs on real time (every heartbeat interval), so
+//! each wait is bounded by a few re-checks.
 
 use super::*;
 use crate::clock::ManualClock;
@@ -36,16 +36,14 @@ fn start(
 ) {
     let clock = Arc::new(ManualClock::starting_now());
     let (publish, receiver) = watch::channel(metrics);
-    let monitor = QuorumMonitor::spawn(receiver, Arc::new(Contacts::new(clock.clone())));
+    let contacts = Arc::new(Contacts::new(clock.clone()));
+    let monitor = QuorumMonitor::spawn(receiver, contacts, &RaftTimings::default());
     (clock, publish, monitor)
 }
 
+/// The testkit's bounded poll, with the monitor's notice bound.
 async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + NOTICE_MAX;
-    while !check() {
-        assert!(tokio::time::Instant::now() < deadline, "{what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    leasehold_testkit::eventually(what, NOTICE_MAX, async || check()).await;
 }
 
 #[tokio::test]
@@ -87,7 +85,7 @@ async fn unchanged_metrics_age_and_the_loss_wakes_waiters() {
 async fn a_single_voter_never_loses_its_quorum() {
     let (clock, _publish, monitor) = start(leading(&[1], Some(0)));
     clock.advance(Duration::from_secs(3_600));
-    tokio::time::sleep(RECHECK * 3).await;
+    tokio::time::sleep(monitor.recheck * 3).await;
     assert_eq!(monitor.check(), Ok(()));
     assert!(monitor.report().quorum());
     assert!(monitor.lost.borrow().is_none());

@@ -1,5 +1,5 @@
 //! Contended: clients spread over K shared locks `bench/c/{k}`; each acquires
-//! with a wait, then releases at once. Latency is the wait (ask → granted).
+//! with a wait through its lease, then releases at once. Latency is the wait (ask → granted).
 //! The hand-off is the time from the previous holder sending its release to
 //! the next holder receiving its grant, measured through a per-key slot the
 //! holder stamps just before it sends the release.
@@ -8,16 +8,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold_proto::v1::{AcquireRequest, ReleaseRequest};
-
-use super::transport::Locker;
+use leasehold_client::LockName;
 use tokio::time::Instant;
 
 use super::stats::Recorder;
-use super::{until, Client, Window};
+use super::{released, until, Window, Worker};
 
 /// How long one acquire waits in the queue.
-const WAIT_MS: u64 = 30_000;
+const WAIT: Duration = Duration::from_secs(30);
 
 /// The shared locks and, per lock, when its last holder sent its release.
 #[derive(Clone)]
@@ -31,7 +29,7 @@ struct KeysInner {
 }
 
 struct Key {
-    name: String,
+    name: LockName,
     released_at: AtomicU64,
 }
 
@@ -41,7 +39,7 @@ impl Keys {
             base,
             keys: (0..n)
                 .map(|k| Key {
-                    name: format!("bench/c/{k}"),
+                    name: LockName::parse(&format!("bench/c/{k}")).expect("a valid lock name"),
                     released_at: AtomicU64::new(0),
                 })
                 .collect(),
@@ -74,59 +72,39 @@ impl Keys {
     }
 }
 
-pub(super) async fn client(mut c: Client, w: Window, keys: Keys) -> Recorder {
+pub(super) async fn client(w: Worker, win: Window, keys: Keys) -> Recorder {
     let mut rec = Recorder::new(true);
     // One timer for the whole run: the call in flight at the end is dropped
-    // (a queued waiter leaves the queue when its lease is revoked).
-    until(w.end, cycles(&mut c, w, &keys, &mut rec)).await;
+    // (a queued acquire leaves the queue).
+    until(win.end, cycles(&w, win, &keys, &mut rec)).await;
     rec
 }
 
-async fn cycles(c: &mut Client, w: Window, keys: &Keys, rec: &mut Recorder) {
-    let mut lock = match Locker::open(c.channel.clone(), c.transport).await {
-        Ok(lock) => lock,
-        Err(s) => {
-            w.failed(rec, Instant::now(), &s).await;
-            return;
-        }
-    };
-    let k = c.index as usize % keys.0.keys.len();
+async fn cycles(w: &Worker, win: Window, keys: &Keys, rec: &mut Recorder) {
+    let k = w.index as usize % keys.0.keys.len();
     let name = keys.0.keys[k].name.clone();
     loop {
         let t0 = Instant::now();
-        let acquire = AcquireRequest {
-            lease: c.lease,
-            name: name.clone(),
-            wait_ms: WAIT_MS,
-            request_id: c.ids.next(),
-            ..Default::default()
-        };
-        let acquired = lock.acquire(acquire).await;
+        let acquired = w.lease.lock(&name).wait(WAIT).acquire().await;
         let t1 = Instant::now();
-        let token = match acquired {
-            Ok(r) => r.token,
-            Err(s) => {
-                w.failed(rec, t1, &s).await;
+        let guard = match acquired {
+            Ok(guard) => guard,
+            Err(e) => {
+                win.failed(rec, t1, &e).await;
                 continue;
             }
         };
         let handoff = keys.take_handoff(k, t1);
-        if w.measures(t0, t1) {
+        if win.measures(t0, t1) {
             rec.latency(t1 - t0);
             if let Some(h) = handoff {
                 rec.handoff(h);
             }
         }
-        let release = ReleaseRequest {
-            lease: c.lease,
-            name: name.clone(),
-            token,
-            request_id: c.ids.next(),
-        };
         keys.stamp_release(k);
-        if let Err(s) = lock.release(release).await {
+        if let Err((reason, transient)) = released(guard.release().await) {
             keys.clear(k);
-            w.failed(rec, Instant::now(), &s).await;
+            win.failure(rec, Instant::now(), reason, transient).await;
         }
     }
 }
@@ -151,6 +129,6 @@ mod tests {
         keys.stamp_release(1);
         keys.clear(1);
         assert_eq!(keys.take_handoff(1, later), None);
-        assert_eq!(keys.0.keys[1].name, "bench/c/1");
+        assert_eq!(keys.0.keys[1].name.as_str(), "bench/c/1");
     }
 }

@@ -3,8 +3,6 @@
 //! checks in `plan` so that the flags, their help and their defaults can be
 //! read in one place; nothing here judges whether values make sense.
 
-use super::Transport;
-
 /// What the clients do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Workload {
@@ -14,7 +12,7 @@ pub enum Workload {
     /// Clients queue on `--keys` shared locks (acquire with wait, then release
     /// at once); latency is the wait, plus the release → next-grant hand-off.
     Contended,
-    /// Each client renews its lease over one KeepAliveStream with
+    /// Each client renews its lease (`Lease::keep_alive_once`) with
     /// `--inflight` renewals in flight; a cycle is one acknowledged renewal.
     Keepalive,
 }
@@ -25,6 +23,34 @@ impl Workload {
             Workload::Uncontended => "uncontended",
             Workload::Contended => "contended",
             Workload::Keepalive => "keepalive",
+        }
+    }
+}
+
+/// How the clients' acquires, releases and renewals travel (the client
+/// library's [`Transport`](leasehold_client::Transport)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Transport {
+    /// One unary RPC each.
+    Unary,
+    /// Messages on one `Lock.Session` stream per lease.
+    Session,
+}
+
+impl Transport {
+    /// The name shown in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Unary => "unary",
+            Transport::Session => "session",
+        }
+    }
+
+    /// The client library's setting.
+    pub(super) fn client(self) -> leasehold_client::Transport {
+        match self {
+            Transport::Unary => leasehold_client::Transport::Unary,
+            Transport::Session => leasehold_client::Transport::Session,
         }
     }
 }
@@ -73,8 +99,8 @@ pub struct BenchArgs {
     /// Keep-alive renewals in flight per stream (keepalive workload).
     #[arg(long, value_name = "M", default_value_t = 4)]
     pub inflight: u32,
-    /// How acquires and releases travel: one unary RPC each, or one
-    /// `Lock.Session` stream per client (the client library's hot path).
+    /// How acquires, releases and renewals travel: one unary RPC each, or
+    /// one `Lock.Session` stream per client (the client library's default).
     #[arg(long, value_enum, default_value_t = Transport::Session)]
     pub transport: Transport,
     /// Print one JSON object instead of the summary.

@@ -31,8 +31,8 @@ use tonic::{Code, Status};
 use super::args::{BenchArgs, Workload};
 use super::plan::Plan;
 use super::setup::run_id;
-use super::stats::{Recorder, Report, RunInfo};
-use super::{Window, ERROR_BACKOFF, WARMUP};
+use super::stats::{Recorder, Report};
+use super::{collect, Window};
 use setup::{connect, grant_leases, pick_leader, renew_forever, revoke_leases, LEASE_TTL_S};
 
 /// One benchmark client: its lease, its share of a connection, and the
@@ -85,21 +85,7 @@ pub(super) async fn run(args: &BenchArgs) -> anyhow::Result<()> {
         Workload::Keepalive => "stream",
         _ => "unary",
     };
-    let report = Report::new(
-        RunInfo {
-            workload: plan.workload.name(),
-            endpoint: member.url,
-            clients: plan.clients,
-            keys: plan.keys,
-            seconds: plan.seconds,
-            warmup_s: WARMUP.as_secs(),
-            connections: plan.connections,
-            inflight: plan.inflight,
-            transport,
-            elapsed_s: plan.seconds as f64,
-        },
-        &total,
-    );
+    let report = Report::new(plan.run_info(member.url, transport), &total);
     print_report(&report, &member.version, args.json);
     if revoke_failures > 0 {
         eprintln!(
@@ -114,31 +100,16 @@ pub(super) async fn run(args: &BenchArgs) -> anyhow::Result<()> {
 /// Runs the clients through the warm-up and the measured window; merges
 /// what they recorded.
 async fn measure(plan: &Plan, clients: Vec<Client>) -> anyhow::Result<Recorder> {
-    let start = Instant::now();
-    let window = Window {
-        measure_from: start + WARMUP,
-        end: start + WARMUP + std::time::Duration::from_secs(plan.seconds),
-    };
+    let window = Window::starting(Instant::now(), plan.seconds);
     let inflight = plan.inflight;
-    let tasks: Vec<_> = clients
+    let tasks = clients
         .into_iter()
         .map(|c| match plan.workload {
             Workload::Keepalive => tokio::spawn(keepalive::client(c, window, inflight)),
             _ => tokio::spawn(uncontended::client(c, window)),
         })
         .collect();
-    let mut total = Recorder::new(false);
-    let mut panicked = None;
-    for task in tasks {
-        match task.await {
-            Ok(rec) => total.merge(rec),
-            Err(e) => panicked = Some(e),
-        }
-    }
-    match panicked {
-        Some(e) => Err(anyhow::anyhow!("a benchmark client failed: {e}")),
-        None => Ok(total),
-    }
+    collect(tasks, false).await
 }
 
 /// The Leasehold report with the target named: a line under the title, or
@@ -174,15 +145,11 @@ fn print_report(report: &Report, etcd_version: &str, json: bool) {
 /// little after transport-level failures, as `Window::failed` does for
 /// Leasehold, with etcd's message as the reason.
 async fn failed(w: &Window, rec: &mut Recorder, at: Instant, status: &Status) {
-    if at >= w.measure_from && at < w.end {
-        rec.error(reason(status));
-    }
-    if matches!(
+    let transient = matches!(
         status.code(),
         Code::Unavailable | Code::Unknown | Code::Internal | Code::Cancelled
-    ) {
-        tokio::time::sleep(ERROR_BACKOFF).await;
-    }
+    );
+    w.failure(rec, at, reason(status), transient).await;
 }
 
 /// etcd puts its error in the status message (`etcdserver: request timed

@@ -1,7 +1,8 @@
-//! The untimed setup and teardown of an etcd run, as `bench::setup` does it
-//! for Leasehold: pick the leader among the endpoints, open the channels,
-//! grant one lease per client, renew the leases during runs longer than a
-//! third of their ttl, and revoke them at the end.
+//! The untimed setup and teardown of an etcd run, which for Leasehold the
+//! client library mostly does (see `setup`): pick the leader among the
+//! endpoints, open the channels, grant one lease per client, renew the
+//! leases during runs longer than a third of their ttl, and revoke them at
+//! the end.
 
 use std::time::Duration;
 

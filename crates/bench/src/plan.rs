@@ -5,8 +5,9 @@
 
 use anyhow::bail;
 
-use super::args::{BenchArgs, Workload};
-use super::Transport;
+use super::args::{BenchArgs, Transport, Workload};
+use super::stats::RunInfo;
+use super::WARMUP;
 
 /// Default cap on gRPC connections (clients share them round-robin).
 const DEFAULT_CONNECTIONS_MAX: u32 = 4;
@@ -102,6 +103,25 @@ impl Plan {
             inflight,
             transport: args.transport,
         })
+    }
+}
+
+impl Plan {
+    /// The run's parameters as reported, for a run against `endpoint`
+    /// whose calls travel by `transport`.
+    pub(super) fn run_info(&self, endpoint: String, transport: &'static str) -> RunInfo {
+        RunInfo {
+            workload: self.workload.name(),
+            endpoint,
+            clients: self.clients,
+            keys: self.keys,
+            seconds: self.seconds,
+            warmup_s: WARMUP.as_secs(),
+            connections: self.connections,
+            inflight: self.inflight,
+            transport,
+            elapsed_s: self.seconds as f64,
+        }
     }
 }
 

@@ -1,0 +1,262 @@
+//! # leasehold-bench
+//!
+//! `leasehold bench`: load generator and latency report for a running
+//! service. Against Leasehold it drives the client library itself
+//! (`leasehold-client`: leases, `lease.lock(..).acquire()`,
+//! `guard.release()`, `lease.keep_alive_once()`), so what it measures is
+//! what a library user gets, over the transport `--transport` picks (the
+//! library's default: the lease's `Lock.Session` stream).
+//!
+//! Setup (not timed) connects `--connections` clients (one gRPC connection
+//! each), grants one lease per benchmark client (ttl 60 s, renewed by the
+//! library in the background) and runs a 1 s warm-up that is not recorded;
+//! then the clients run for `--seconds`. Each client records into its own
+//! histogram (no lock on the hot path); the histograms are merged at the
+//! end, the leases revoked, and one report printed (`--json`: one JSON
+//! object).
+//!
+//! This file owns the run itself ([`run`]) and what every workload shares:
+//! [`Worker`], the timing [`Window`], [`until`] and [`collect`]. The rest,
+//! one responsibility a file: `args` (the flags), `plan` (their
+//! validation), `setup` (untimed connect, grant, revoke), `uncontended` /
+//! `contended` / `keepalive` (the workloads) and `stats` (histograms and
+//! the report). `etcd` runs the same workloads against etcd, for
+//! comparison (`--target etcd`), with an etcd client of its own.
+
+mod args;
+mod contended;
+mod etcd;
+mod keepalive;
+mod plan;
+mod setup;
+mod stats;
+mod uncontended;
+
+pub use args::{BenchArgs, Target, Transport, Workload};
+
+use std::future::Future;
+use std::time::Duration;
+
+use leasehold_client::{Error, Lease, ReleaseOutcome};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use plan::Plan;
+use stats::{Recorder, Report};
+
+/// The warm-up before the measured window.
+const WARMUP: Duration = Duration::from_secs(1);
+/// Pause after a transport-level failure, so a dead server is not hammered.
+const ERROR_BACKOFF: Duration = Duration::from_millis(10);
+
+/// Runs the benchmark and prints its report.
+pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if args.target == Target::Etcd {
+        return etcd::run(&args).await;
+    }
+    let plan = Plan::new(&args)?;
+    let clients = setup::connect(&plan).await?;
+    let leases = setup::grant_leases(&clients, plan.clients).await?;
+    // Where the grants went: the leader, when several endpoints are given.
+    let endpoint = clients[0].endpoint();
+    let workers = leases
+        .iter()
+        .enumerate()
+        .map(|(i, lease)| Worker {
+            index: i as u32,
+            lease: lease.clone(),
+        })
+        .collect();
+    let measured = measure(&plan, workers).await;
+    let revoke_failures = setup::revoke_leases(leases).await;
+    let total = measured?;
+
+    let info = plan.run_info(endpoint, plan.transport.name());
+    let report = Report::new(info, &total);
+    if args.json {
+        println!("{}", report.json());
+    } else {
+        print!("{}", report.human());
+    }
+    if revoke_failures > 0 {
+        eprintln!(
+            "warning: {revoke_failures} of {} benchmark leases could not be revoked; \
+             they expire within {} s",
+            plan.clients,
+            setup::LEASE_TTL.as_secs()
+        );
+    }
+    Ok(())
+}
+
+/// Runs the workers through the warm-up and the measured window; merges
+/// what they recorded.
+async fn measure(plan: &Plan, workers: Vec<Worker>) -> anyhow::Result<Recorder> {
+    let start = Instant::now();
+    let window = Window::starting(start, plan.seconds);
+    let tasks = match plan.workload {
+        Workload::Uncontended => workers
+            .into_iter()
+            .map(|w| tokio::spawn(uncontended::client(w, window)))
+            .collect(),
+        Workload::Contended => {
+            let keys = contended::Keys::new(plan.keys, start);
+            workers
+                .into_iter()
+                .map(|w| tokio::spawn(contended::client(w, window, keys.clone())))
+                .collect()
+        }
+        Workload::Keepalive => workers
+            .into_iter()
+            .map(|w| tokio::spawn(keepalive::client(w, window, plan.inflight)))
+            .collect(),
+    };
+    collect(tasks, plan.workload == Workload::Contended).await
+}
+
+/// Awaits every client's task and merges what they recorded.
+async fn collect(tasks: Vec<JoinHandle<Recorder>>, with_handoff: bool) -> anyhow::Result<Recorder> {
+    let mut total = Recorder::new(with_handoff);
+    let mut panicked = None;
+    for task in tasks {
+        match task.await {
+            Ok(rec) => total.merge(rec),
+            Err(e) => panicked = Some(e),
+        }
+    }
+    match panicked {
+        Some(e) => Err(anyhow::anyhow!("a benchmark client failed: {e}")),
+        None => Ok(total),
+    }
+}
+
+/// One benchmark client: its index (which names its lock) and its lease.
+struct Worker {
+    index: u32,
+    lease: Lease,
+}
+
+/// The timing of a run: everything before `measure_from` is warm-up; clients
+/// stop at `end`.
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    measure_from: Instant,
+    end: Instant,
+}
+
+impl Window {
+    /// The window of a run that starts at `start` and measures `seconds`
+    /// after the warm-up.
+    fn starting(start: Instant, seconds: u64) -> Window {
+        Window {
+            measure_from: start + WARMUP,
+            end: start + WARMUP + Duration::from_secs(seconds),
+        }
+    }
+
+    /// Whether an operation that ran from `start` to `finish` is measured.
+    fn measures(&self, start: Instant, finish: Instant) -> bool {
+        start >= self.measure_from && finish <= self.end
+    }
+
+    /// Records a failure for `reason` (if it falls in the measured window);
+    /// after a `transient` one (the service unreachable), waits a little.
+    async fn failure(&self, rec: &mut Recorder, at: Instant, reason: String, transient: bool) {
+        if at >= self.measure_from && at < self.end {
+            rec.error(reason);
+        }
+        if transient {
+            tokio::time::sleep(ERROR_BACKOFF).await;
+        }
+    }
+
+    /// Records a failed library call (see [`Window::failure`]).
+    async fn failed(&self, rec: &mut Recorder, at: Instant, error: &Error) {
+        self.failure(rec, at, reason(error), transient(error)).await;
+    }
+}
+
+/// `Ok` if a release found the lock ours and freed it; else the reason to
+/// count it under and whether it was transient.
+fn released(outcome: Result<ReleaseOutcome, Error>) -> Result<(), (String, bool)> {
+    let refused = match outcome {
+        Ok(ReleaseOutcome::Released) => return Ok(()),
+        Ok(ReleaseOutcome::AlreadyExpired) => "AlreadyExpired",
+        Ok(ReleaseOutcome::HeldByAnother { .. }) => "HeldByAnother",
+        Ok(ReleaseOutcome::NoSuchLock { .. }) => "NoSuchLock",
+        Err(error) => return Err((reason(&error), transient(&error))),
+    };
+    Err((refused.to_owned(), false))
+}
+
+/// Whether `error` says the service could not be reached (or the lease is
+/// gone): worth a pause before the next call.
+fn transient(error: &Error) -> bool {
+    matches!(
+        error,
+        Error::Unavailable { .. } | Error::Timeout { .. } | Error::Lost(_)
+    )
+}
+
+/// Runs `f` unless `end` comes first (then `None`: the call is abandoned).
+async fn until<F: Future>(end: Instant, f: F) -> Option<F::Output> {
+    tokio::select! {
+        out = f => Some(out),
+        _ = tokio::time::sleep_until(end) => None,
+    }
+}
+
+/// The reason a failed call is counted under: the server's reason for
+/// errors the library does not type, else the error's kind (`Busy`,
+/// `WaitTimeout`, `Unavailable`, …).
+fn reason(error: &Error) -> String {
+    if let Error::Server { reason, .. } = error {
+        return reason.clone();
+    }
+    let debug = format!("{error:?}");
+    let kind = debug.split(|c: char| !c.is_ascii_alphanumeric()).next();
+    kind.unwrap_or_default().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reason_is_the_kind_or_the_servers_reason() {
+        let busy = Error::Busy {
+            name: "a".into(),
+            holder_token: None,
+        };
+        assert_eq!(reason(&busy), "Busy");
+        let timeout = Error::WaitTimeout {
+            name: "a".into(),
+            waited: Duration::from_millis(5),
+        };
+        assert_eq!(reason(&timeout), "WaitTimeout");
+        let down = Error::Unavailable {
+            message: "down".into(),
+        };
+        assert_eq!(reason(&down), "Unavailable");
+        let other = Error::Server {
+            reason: "Unfenced".into(),
+            message: "m".into(),
+        };
+        assert_eq!(reason(&other), "Unfenced");
+    }
+
+    #[test]
+    fn window_measures_only_inside() {
+        let t = Instant::now();
+        let w = Window {
+            measure_from: t + Duration::from_secs(1),
+            end: t + Duration::from_secs(2),
+        };
+        assert!(!w.measures(t, t + Duration::from_millis(1500)));
+        assert!(w.measures(t + Duration::from_secs(1), t + Duration::from_secs(2)));
+        assert!(!w.measures(
+            t + Duration::from_millis(1500),
+            t + Duration::from_millis(2001)
+        ));
+    }
+}

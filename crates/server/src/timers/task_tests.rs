@@ -1,0 +1,135 @@
+//! Tests of the timer task on tokio's paused clock: leadership is a watch
+//! channel and proposals go to a recorder, so each test states who leads
+//! and when each proposal completes.
+
+use super::*;
+use crate::clock::TokioClock;
+use leasehold_core::{LeaseId, LockName};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+/// Proposals seen, with when they were made.
+type Seen = Arc<Mutex<Vec<(Duration, Command)>>>;
+
+fn timers(failover_margin_ms: u64) -> Arc<Timers> {
+    let margin = Duration::from_millis(failover_margin_ms);
+    Arc::new(Timers::new(Arc::new(TokioClock), margin))
+}
+
+/// A proposer that records each command at once and reports it applied.
+fn recorder(
+    start: Instant,
+) -> (
+    Seen,
+    impl Fn(Command) -> std::future::Ready<Result<(), String>>,
+) {
+    let seen: Seen = Arc::default();
+    let sink = seen.clone();
+    let propose = move |command| {
+        sink.lock().unwrap().push((start.elapsed(), command));
+        std::future::ready(Ok(()))
+    };
+    (seen, propose)
+}
+
+#[tokio::test(start_paused = true)]
+async fn only_the_leader_proposes_and_inherited_deadlines_get_the_margin() {
+    let start = Instant::now();
+    let timers = timers(500);
+    timers.update(|lessor, now_ms| lessor.lease_renewed(LeaseId(1), 1_000, 3, now_ms));
+    let (leader, leadership) = watch::channel(false);
+    let (seen, propose) = recorder(start);
+    tokio::spawn(run(timers.clone(), leadership, |leads| *leads, propose));
+
+    tracing::info!("phase: a follower proposes nothing");
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert!(seen.lock().unwrap().is_empty());
+
+    tracing::info!("phase: leader at 900 ms: the deadline at 1000 ms moves to 1500 ms");
+    leader.send(true).unwrap();
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let seen = seen.lock().unwrap().clone();
+    let expire = Command::ExpireLease {
+        lease: LeaseId(1),
+        renewals: 3,
+    };
+    assert_eq!(seen[0], (Duration::from_millis(1_500), expire.clone()));
+    // Still armed (only the lease's end removes it): retried later.
+    assert_eq!(seen[1], (Duration::from_millis(2_000), expire));
+}
+
+#[tokio::test(start_paused = true)]
+async fn at_most_the_bound_is_in_flight_and_the_rest_follow() {
+    let timers = timers(0);
+    let items = 3 * PROPOSALS_IN_FLIGHT_MAX + 7;
+    timers.update(|lessor, now_ms| {
+        for i in 0..items {
+            let name = LockName::parse(&format!("storm/{i}")).unwrap();
+            lessor.hold_started(name, leasehold_core::Token(i as u64 + 1), 100, now_ms);
+        }
+    });
+    let (_leader, leadership) = watch::channel(true);
+    let gate = Arc::new(Semaphore::new(0));
+    let (in_flight, most, applied) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let propose = {
+        let (gate, in_flight, most, applied) = (
+            gate.clone(),
+            in_flight.clone(),
+            most.clone(),
+            applied.clone(),
+        );
+        move |_command| {
+            let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            let (gate, in_flight, applied) = (gate.clone(), in_flight.clone(), applied.clone());
+            async move {
+                gate.acquire().await.unwrap().forget();
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                applied.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        }
+    };
+    tokio::spawn(run(timers.clone(), leadership, |leads| *leads, propose));
+
+    tracing::info!("phase: everything is due; only the bound is proposed");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(in_flight.load(Ordering::SeqCst), PROPOSALS_IN_FLIGHT_MAX);
+    let tasks = tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks();
+    assert_eq!(tasks, 1, "one timer task, no task per item");
+
+    tracing::info!("phase: as proposals complete, the rest follow, each once");
+    gate.add_permits(items);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(applied.load(Ordering::SeqCst), items);
+    assert_eq!(most.load(Ordering::SeqCst), PROPOSALS_IN_FLIGHT_MAX);
+    assert_eq!(timers.update(|lessor, _| lessor.timer_count()), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_follower_with_overdue_deadlines_does_not_spin() {
+    let timers = timers(0);
+    let name = LockName::parse("overdue").unwrap();
+    timers.update(|lessor, now_ms| lessor.delay_started(name, leasehold_core::Token(1), 0, now_ms));
+    let (_leader, leadership) = watch::channel(false);
+    let looks = Arc::new(AtomicUsize::new(0));
+    let counter = looks.clone();
+    let leads = move |_: &bool| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        false
+    };
+    let (_seen, propose) = recorder(Instant::now());
+    tokio::spawn(run(timers, leadership, leads, propose));
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(looks.load(Ordering::SeqCst), 1, "it waits for leadership");
+}
