@@ -1,6 +1,7 @@
 //! Parsing of duration flags (`--ttl 10s`, `--wait 500ms`, `--timeout 1m`).
 //! Used as a clap `value_parser`, so a bad value is a usage error (exit 2)
-//! whose message names the flag.
+//! whose message names the flag. Durations are shown in the client
+//! library's words (`leasehold_client::show`), which `parse` reads back.
 
 use std::time::Duration;
 
@@ -41,32 +42,6 @@ pub fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// A short human form in the largest unit that divides it exactly:
-/// `1500ms`, `10s`, `2m`, `1h`.
-pub fn human(ms: u64) -> String {
-    // `n / size * size == n` rather than `is_multiple_of`, which is newer
-    // than the workspace's rust-version.
-    for (unit, size) in [("h", 3_600_000), ("m", 60_000), ("s", 1_000)] {
-        if ms != 0 && ms / size * size == ms {
-            return format!("{}{unit}", ms / size);
-        }
-    }
-    format!("{ms}ms")
-}
-
-/// An approximate human form for a time left: `850ms`, `29.9s`, `4m10s`.
-pub fn approx(ms: u64) -> String {
-    if ms < 1_000 {
-        format!("{ms}ms")
-    } else if ms < 60_000 {
-        format!("{}.{}s", ms / 1_000, ms % 1_000 / 100)
-    } else if ms < 3_600_000 {
-        format!("{}m{}s", ms / 60_000, ms % 60_000 / 1_000)
-    } else {
-        format!("{}h{}m", ms / 3_600_000, ms % 3_600_000 / 60_000)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,15 +65,8 @@ mod tests {
     }
 
     #[test]
-    fn approx_form_rounds_down() {
-        assert_eq!(approx(850), "850ms");
-        assert_eq!(approx(29_955), "29.9s");
-        assert_eq!(approx(250_000), "4m10s");
-        assert_eq!(approx(7_260_000), "2h1m");
-    }
-
-    #[test]
     fn human_form_round_trips() {
+        use leasehold_client::show::human;
         for ms_in in [0, 1, 1500, 10_000, 120_000, 7_200_000] {
             assert_eq!(parse(&human(ms_in)).map(ms), Ok(ms_in));
         }

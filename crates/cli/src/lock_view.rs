@@ -8,53 +8,12 @@
 //! Times relative to "now" use the server's wall time from the reply header
 //! (`now_unix_ms`), so they do not depend on this host's clock.
 
-use crate::duration;
-use crate::output::{owner_human, owner_json};
-use crate::wall_time;
-use leasehold_client::{owner_process, OwnerProcess};
-use leasehold_proto::v1::{LockInfo, OwnerInfo, Waiter};
+use crate::output::owner_json;
+use leasehold_client::owner_process;
+use leasehold_client::show::{self, approx, human, local_time, ms_between};
+use leasehold_client::wire::{Holder, LockInfo, OwnerInfo, Waiter};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-
-/// Whether the owner's process runs, as one word: `running`, `gone`,
-/// `pid-reused`, or `other-host` (this host cannot tell).
-pub fn owner_process_label(owner: &OwnerInfo) -> &'static str {
-    match owner_process(owner) {
-        OwnerProcess::Running => "running",
-        OwnerProcess::Gone => "gone",
-        OwnerProcess::PidReused { .. } => "pid-reused",
-        OwnerProcess::OtherHost => "other-host",
-    }
-}
-
-/// What `process` says about an owner, in words: shown by `get`,
-/// `force-release` and `diagnose` alike.
-pub fn owner_process_words(owner: &OwnerInfo, process: &OwnerProcess) -> String {
-    match process {
-        OwnerProcess::Running => "running on this host".into(),
-        OwnerProcess::Gone => "GONE: no such process on this host".into(),
-        OwnerProcess::PidReused { started_unix_ms } => format!(
-            "GONE: its pid now belongs to a process started {}",
-            wall_time::local(*started_unix_ms as i64)
-        ),
-        OwnerProcess::OtherHost => format!(
-            "on host {}, not this one: its process cannot be checked from here",
-            if owner.host.is_empty() {
-                "-"
-            } else {
-                &owner.host
-            }
-        ),
-    }
-}
-
-/// `later - earlier` in ms, 0 if either is unknown or it is negative.
-pub fn ms_between(earlier: i64, later: i64) -> u64 {
-    if earlier == 0 || later == 0 {
-        return 0;
-    }
-    later.saturating_sub(earlier).max(0) as u64
-}
 
 /// A lock as JSON. Flat fields (`token`, `lease`, `owner`, ...) are null
 /// while the lock is free; `waiters` is the queue length, `waiter_leases`
@@ -71,7 +30,7 @@ pub fn lock_json(lock: &LockInfo) -> Value {
         "lease": h.map(|h| h.lease),
         "owner": owner.map(|o| o.owner.clone()),
         "owner_info": owner_json(owner),
-        "owner_process": owner.map(owner_process_label),
+        "owner_process": owner.map(|o| owner_process(o).as_str()),
         "lease_ttl_ms": h.map(|h| h.lease_ttl_ms),
         "lease_remaining_ms": h.map(|h| h.lease_remaining_ms),
         "acquired_unix_ms": h.map(|h| h.acquired_unix_ms),
@@ -113,16 +72,16 @@ pub fn lock_rows(locks: &[LockInfo], now_unix_ms: i64) -> Vec<Vec<String>> {
             h.map(|h| h.token.to_string()).unwrap_or_else(dash),
             h.map(|h| h.lease.to_string()).unwrap_or_else(dash),
             h.and_then(|h| h.owner.as_ref())
-                .map(owner_human)
+                .map(show::owner)
                 .unwrap_or_else(dash),
-            h.map(|h| duration::approx(h.held_ms)).unwrap_or_else(dash),
+            h.map(|h| approx(h.held_ms)).unwrap_or_else(dash),
             h.map(|h| h.renewals.to_string()).unwrap_or_else(dash),
             h.map(|h| ago(h.lease_renewed_unix_ms, now_unix_ms))
                 .unwrap_or_else(dash),
             match h {
-                Some(h) => duration::approx(h.lease_remaining_ms),
+                Some(h) => approx(h.lease_remaining_ms),
                 None if lock.lock_delay_remaining_ms > 0 => {
-                    format!("delay {}", duration::approx(lock.lock_delay_remaining_ms))
+                    format!("delay {}", approx(lock.lock_delay_remaining_ms))
                 }
                 None => dash(),
             },
@@ -135,7 +94,7 @@ pub fn lock_rows(locks: &[LockInfo], now_unix_ms: i64) -> Vec<Vec<String>> {
 /// `0`, or `2 (next alice@host pid 7)`.
 fn waiters_short(waiters: &[Waiter]) -> String {
     match waiters.first().and_then(|w| w.owner.as_ref()) {
-        Some(owner) => format!("{} (next {})", waiters.len(), owner_human(owner)),
+        Some(owner) => format!("{} (next {})", waiters.len(), show::owner(owner)),
         None => waiters.len().to_string(),
     }
 }
@@ -145,110 +104,90 @@ fn ago(at_unix_ms: i64, now_unix_ms: i64) -> String {
     if at_unix_ms == 0 {
         return "-".into();
     }
-    format!(
-        "{} ago",
-        duration::approx(ms_between(at_unix_ms, now_unix_ms))
-    )
+    format!("{} ago", approx(ms_between(at_unix_ms, now_unix_ms)))
 }
 
 /// A lock described over several lines, each indented by `indent`.
 pub fn lock_human(lock: &LockInfo, now_unix_ms: i64, indent: &str) -> String {
-    let mut out = format!("{indent}lock {}\n", lock.name);
-    let line = |out: &mut String, text: String| {
-        out.push_str(indent);
-        out.push_str("  ");
-        out.push_str(&text);
-        out.push('\n');
+    let mut lines = match &lock.holder {
+        Some(h) => holder_lines(h, now_unix_ms),
+        None if lock.lock_delay_remaining_ms > 0 => vec![format!(
+            "holder: none (lock delay, {} left)",
+            approx(lock.lock_delay_remaining_ms)
+        )],
+        None => vec!["holder: none".to_owned()],
     };
-    match &lock.holder {
-        Some(h) => {
-            line(
-                &mut out,
-                format!(
-                    "holder: lease {} token {} ({})",
-                    h.lease,
-                    h.token,
-                    if h.fenced {
-                        "fenced"
-                    } else {
-                        "NOT fenced: nothing checks its token"
-                    }
-                ),
-            );
-            let owner = h.owner.clone().unwrap_or_default();
-            line(
-                &mut out,
-                format!(
-                    "owner: {} on host {} pid {} started {} (process: {})",
-                    if owner.owner.is_empty() {
-                        "-"
-                    } else {
-                        &owner.owner
-                    },
-                    if owner.host.is_empty() {
-                        "-"
-                    } else {
-                        &owner.host
-                    },
-                    owner.pid,
-                    wall_time::local(owner.process_start_unix_ms as i64),
-                    owner_process_words(&owner, &owner_process(&owner))
-                ),
-            );
-            line(
-                &mut out,
-                format!(
-                    "acquired: {}, held for {}",
-                    wall_time::local(h.acquired_unix_ms),
-                    duration::approx(h.held_ms)
-                ),
-            );
-            line(
-                &mut out,
-                format!(
-                    "lease: {} left of {}, renewed {} times, last renewal {}",
-                    duration::approx(h.lease_remaining_ms),
-                    duration::human(h.lease_ttl_ms),
-                    h.renewals,
-                    ago(h.lease_renewed_unix_ms, now_unix_ms)
-                ),
-            );
-            if h.lock_delay_ms > 0 || h.max_hold_ms > 0 {
-                let show = |ms: u64| match ms {
-                    0 => "none".to_owned(),
-                    ms => duration::human(ms),
-                };
-                line(
-                    &mut out,
-                    format!(
-                        "lock delay after expiry: {}, max hold: {}",
-                        show(h.lock_delay_ms),
-                        show(h.max_hold_ms)
-                    ),
-                );
-            }
-        }
-        None if lock.lock_delay_remaining_ms > 0 => line(
-            &mut out,
-            format!(
-                "holder: none (lock delay, {} left)",
-                duration::approx(lock.lock_delay_remaining_ms)
-            ),
-        ),
-        None => line(&mut out, "holder: none".into()),
-    }
     if lock.prefix_holds > 0 {
-        line(
-            &mut out,
-            format!(
-                "usual hold under this prefix: p99 {} over the last {} holds",
-                duration::approx(lock.prefix_hold_p99_ms),
-                lock.prefix_holds
-            ),
-        );
+        lines.push(format!(
+            "usual hold under this prefix: p99 {} over the last {} holds",
+            approx(lock.prefix_hold_p99_ms),
+            lock.prefix_holds
+        ));
+    }
+    let mut out = format!("{indent}lock {}\n", lock.name);
+    for line in lines {
+        out.push_str(&format!("{indent}  {line}\n"));
     }
     out.push_str(&waiters_human(&lock.waiters, now_unix_ms, indent));
     out
+}
+
+/// The holder's lines: lease and token, owner and its process, when it was
+/// acquired, its lease, and its lock delay and max hold if set.
+fn holder_lines(h: &Holder, now_unix_ms: i64) -> Vec<String> {
+    let fenced = if h.fenced {
+        "fenced"
+    } else {
+        "NOT fenced: nothing checks its token"
+    };
+    let owner = h.owner.clone().unwrap_or_default();
+    let mut lines = vec![
+        format!("holder: lease {} token {} ({fenced})", h.lease, h.token),
+        owner_line(&owner),
+        format!(
+            "acquired: {}, held for {}",
+            local_time(h.acquired_unix_ms),
+            approx(h.held_ms)
+        ),
+        format!(
+            "lease: {} left of {}, renewed {} times, last renewal {}",
+            approx(h.lease_remaining_ms),
+            human(h.lease_ttl_ms),
+            h.renewals,
+            ago(h.lease_renewed_unix_ms, now_unix_ms)
+        ),
+    ];
+    if h.lock_delay_ms > 0 || h.max_hold_ms > 0 {
+        let or_none = |ms: u64| match ms {
+            0 => "none".to_owned(),
+            ms => human(ms),
+        };
+        lines.push(format!(
+            "lock delay after expiry: {}, max hold: {}",
+            or_none(h.lock_delay_ms),
+            or_none(h.max_hold_ms)
+        ));
+    }
+    lines
+}
+
+/// `owner: NAME on host HOST pid N started T (process: WORDS)`.
+fn owner_line(owner: &OwnerInfo) -> String {
+    let or_dash = |text: &str| {
+        if text.is_empty() {
+            "-".to_owned()
+        } else {
+            text.to_owned()
+        }
+    };
+    format!(
+        "owner: {} on host {} pid {} started {} (process: {})",
+        or_dash(&owner.owner),
+        or_dash(&owner.host),
+        owner.pid,
+        local_time(owner.process_start_unix_ms as i64),
+        owner_process(owner).describe(owner)
+    )
 }
 
 /// The queue: a count line, then one line per waiter in order.
@@ -258,13 +197,13 @@ fn waiters_human(waiters: &[Waiter], now_unix_ms: i64, indent: &str) -> String {
         let owner = w
             .owner
             .as_ref()
-            .map(owner_human)
+            .map(show::owner)
             .unwrap_or_else(|| "-".into());
         out.push_str(&format!(
             "{indent}    {}. lease {} owner {owner}, waiting {}\n",
             i + 1,
             w.lease,
-            duration::approx(ms_between(w.since_unix_ms, now_unix_ms)),
+            approx(ms_between(w.since_unix_ms, now_unix_ms)),
         ));
     }
     out
@@ -273,7 +212,6 @@ fn waiters_human(waiters: &[Waiter], now_unix_ms: i64, indent: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use leasehold_proto::v1::Holder;
 
     #[test]
     fn free_lock_has_null_holder_fields() {

@@ -1,15 +1,16 @@
 //! # leasehold
 //!
 //! The `leasehold` command: `serve` runs a node; every other command is a
-//! client of the gRPC API (docs/DESIGN.md §4). This file only parses and
-//! dispatches. Layout: [`commands`] (one file per command group),
-//! [`connect`] (endpoints, timeouts, retries), [`error`] (server status →
-//! exit code and message), [`exit`] (every exit code), [`output`] (JSON and
-//! tables), [`duration`] (duration flags), [`owner`] (who holds a lease).
+//! thin shell over the client library, `leasehold-client` (its one-shot
+//! API for single calls, its kept leases for `lock` and `lease keepalive`),
+//! which owns endpoints, timeouts, retries and the typed errors (docs/DESIGN.md
+//! §4). This file only parses and dispatches. Layout: [`commands`] (one
+//! file per command group), [`error`] (the client's errors → exit codes),
+//! [`exit`] (every exit code), [`output`] and [`lock_view`] (JSON and
+//! tables), [`duration`] (duration flags), [`owner`] (`KEY=VALUE` flags).
+//! `bench` is the `leasehold-bench` crate, which drives the same library.
 
 mod commands;
-mod connect;
-mod diagnosis;
 mod duration;
 mod error;
 mod exit;
@@ -17,7 +18,6 @@ mod lock_view;
 mod output;
 mod owner;
 mod supervise;
-mod wall_time;
 
 use clap::{Parser, Subcommand};
 use commands::{

@@ -1,8 +1,9 @@
 //! Output helpers: JSON documents (exactly one per `--json` invocation, on
-//! stdout), aligned human tables, and the shape of an owner. Commands
-//! describe *what* to print; a lock's shape is in `lock_view.rs`.
+//! stdout), aligned human tables, and an owner as JSON. Commands describe
+//! *what* to print; a lock's shape is in `lock_view.rs`, and the wording of
+//! durations, times and owners is the client library's (`show`).
 
-use leasehold_proto::v1::OwnerInfo;
+use leasehold_client::wire::OwnerInfo;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -22,19 +23,6 @@ pub fn owner_json(owner: Option<&OwnerInfo>) -> Value {
         "process_start_unix_ms": o.process_start_unix_ms,
         "labels": labels,
     })
-}
-
-/// `owner@host pid N` in one word-ish field.
-pub fn owner_human(o: &OwnerInfo) -> String {
-    let mut text = o.owner.clone();
-    if !o.host.is_empty() && !o.owner.contains('@') {
-        text.push('@');
-        text.push_str(&o.host);
-    }
-    if o.pid != 0 {
-        text.push_str(&format!(" pid {}", o.pid));
-    }
-    text
 }
 
 /// Renders rows as a table with columns padded to their widest cell.

@@ -1,8 +1,6 @@
 //! `KEY=VALUE` flags (`--label`, `--metadata`). The lease owner itself is
 //! built by the client library (`leasehold_client::owner_info`).
 
-pub use leasehold_client::owner_info;
-
 /// Parses a `--label` / `--metadata` value `KEY=VALUE`.
 pub fn parse_key_value(raw: &str) -> Result<(String, String), String> {
     match raw.split_once('=') {

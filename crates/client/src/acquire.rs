@@ -12,13 +12,10 @@ use crate::error::Error;
 use crate::guard::LockGuard;
 use crate::lease::{Lease, LeaseState};
 use crate::name::IntoLockName;
-use crate::session::SessionSlot;
-use leasehold_core::{LockName, Token};
-use leasehold_proto::v1::AcquireRequest;
+use leasehold_core::LockName;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::time::Instant;
 
 /// How to acquire (and, for [`Client::with_lock`](crate::Client::with_lock),
 /// hold) a lock. Built with chained setters from `LockOptions::default()`.
@@ -166,7 +163,7 @@ impl LockRequest {
                 let cause = state.loss().expect("cancelled at the loss");
                 Err(Error::Lost(state.lost_error(Some(&name), cause)))
             }
-            granted = send_acquire(&inner.client, inner.calls_session(), state.id.0, &name, &options) => granted,
+            granted = inner.client.acquire_via(inner.calls_session(), state.id, &name, &options) => granted.map(|a| a.token),
         };
         let token = match outcome {
             Ok(token) => token,
@@ -186,51 +183,6 @@ impl LockRequest {
         // Granted, but the lease may have lapsed while the reply travelled.
         guard.fence().map_err(Error::Lost)?;
         Ok(guard)
-    }
-}
-
-/// Sends the acquire (on `session`'s stream while it is open, else unary),
-/// retrying transient failures with the same request id and what is left
-/// of the wait.
-async fn send_acquire(
-    client: &crate::Client,
-    session: Option<&SessionSlot>,
-    lease: u64,
-    name: &LockName,
-    options: &LockOptions,
-) -> Result<Token, Error> {
-    let request = AcquireRequest {
-        lease,
-        name: name.to_string(),
-        wait_ms: 0,
-        request_id: crate::request_id::new_request_id(),
-        fenced: options.fenced,
-        lock_delay_ms: options.lock_delay.as_millis() as u64,
-        max_hold_ms: options.max_hold.map_or(0, |d| d.as_millis() as u64),
-        metadata: options.metadata.clone().into_iter().collect(),
-    };
-    let wait = options.wait;
-    let give_up_at = Instant::now() + wait;
-    let started = Instant::now();
-    let reply = client
-        .send(session, wait, || {
-            let mut request = request.clone();
-            if !wait.is_zero() {
-                // A retry waits only for what is left (at least 1 ms, so it
-                // still queues rather than failing as busy).
-                let left = give_up_at.saturating_duration_since(Instant::now());
-                request.wait_ms = (left.as_millis() as u64).max(1);
-            }
-            request
-        })
-        .await;
-    match reply {
-        Ok(reply) => Ok(Token(reply.token)),
-        Err(Error::WaitTimeout { name, .. }) => Err(Error::WaitTimeout {
-            name,
-            waited: started.elapsed(),
-        }),
-        Err(other) => Err(other),
     }
 }
 

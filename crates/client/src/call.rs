@@ -2,7 +2,8 @@
 //! call timeout; a transient failure (unreachable endpoint, no leader, no
 //! answer, a broken session stream) moves to another endpoint and retries
 //! after a jittered backoff — at once when a follower named the leader —
-//! until the retry budget is spent; a definite error returns at once. The
+//! until the retry budget (or the retry count, if capped) is spent; a
+//! definite error returns at once. The
 //! caller builds the same request for every attempt (same request id), so
 //! a retry after a lost reply is answered with the first outcome.
 //!
@@ -124,6 +125,7 @@ impl Client {
         let give_up_at = Instant::now() + options.retry_budget + extra;
         let bound = options.call_timeout + extra;
         let mut backoff = self.backoff();
+        let mut retries = 0u32;
         loop {
             let route = pick();
             let (error, at_once) = {
@@ -150,7 +152,8 @@ impl Client {
             } else {
                 backoff.next_delay()
             };
-            if Instant::now() + delay >= give_up_at {
+            let spent = options.retries_max.is_some_and(|max| retries >= max);
+            if spent || Instant::now() + delay >= give_up_at {
                 // Out of budget, a follower's NotLeader means no leader
                 // could be reached: the service is unavailable to us.
                 return Err(match error {
@@ -163,6 +166,7 @@ impl Client {
                 });
             }
             tokio::time::sleep(delay).await;
+            retries += 1;
         }
     }
 }

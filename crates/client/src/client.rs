@@ -3,7 +3,7 @@
 //! every lease made from it. Cheap to clone.
 
 use crate::backoff::{Backoff, Jitter};
-use crate::endpoints::Endpoints;
+use crate::endpoints::{Dial, Endpoints};
 use crate::error::Error;
 use crate::lease::{KeepAliveBuilder, LeaseBuilder};
 use crate::options::ClientOptions;
@@ -42,7 +42,11 @@ impl Client {
         S: AsRef<str>,
     {
         options.validate()?;
-        let endpoints = Endpoints::connect(endpoints, options.connect_timeout).await?;
+        let dial = Dial {
+            connect_timeout: options.connect_timeout,
+            keep_alive_interval: options.keep_alive_interval,
+        };
+        let endpoints = Endpoints::connect(endpoints, dial).await?;
         let jitter = Jitter::seeded(options.seed_or_random());
         Ok(Client {
             inner: Arc::new(ClientInner {

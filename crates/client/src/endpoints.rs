@@ -14,9 +14,19 @@ use tonic::transport::{Channel, Endpoint};
 pub(crate) struct Endpoints {
     /// Every endpoint the user gave, normalized to URLs.
     urls: Vec<String>,
-    /// Bound on connecting.
-    connect_timeout: Duration,
+    /// How to open a connection to one of them.
+    dial: Dial,
     current: Mutex<Current>,
+}
+
+/// How a connection is opened and kept: the connect bound and the HTTP/2
+/// keep-alive pings (see [`ClientOptions`](crate::ClientOptions)).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Dial {
+    /// Bound on connecting.
+    pub connect_timeout: Duration,
+    /// Ping interval (and unanswered-ping bound); `None`: no pings.
+    pub keep_alive_interval: Option<Duration>,
 }
 
 #[derive(Debug)]
@@ -56,7 +66,7 @@ pub(crate) struct InUse {
 
 impl Endpoints {
     /// Validates `raw` and connects to the first reachable endpoint.
-    pub async fn connect<I, S>(raw: I, connect_timeout: Duration) -> Result<Endpoints, Error>
+    pub async fn connect<I, S>(raw: I, dial: Dial) -> Result<Endpoints, Error>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -74,11 +84,11 @@ impl Endpoints {
             });
         }
         for url in &urls {
-            endpoint(url, connect_timeout)?;
+            endpoint(url, dial)?;
         }
         let mut failures = Vec::new();
         for (index, url) in urls.iter().enumerate() {
-            match endpoint(url, connect_timeout)?.connect().await {
+            match endpoint(url, dial)?.connect().await {
                 Ok(channel) => {
                     let current = Current {
                         index,
@@ -89,7 +99,7 @@ impl Endpoints {
                     };
                     return Ok(Endpoints {
                         urls,
-                        connect_timeout,
+                        dial,
                         current: Mutex::new(current),
                     });
                 }
@@ -140,7 +150,7 @@ impl Endpoints {
         };
         // Every listed URL was validated at connect; a leader address that
         // does not parse leaves the client where it is.
-        let Ok(endpoint) = endpoint(&url, self.connect_timeout) else {
+        let Ok(endpoint) = endpoint(&url, self.dial) else {
             return Moved::Already;
         };
         current.index = index;
@@ -160,9 +170,18 @@ pub(crate) fn normalize(url: &str) -> String {
     }
 }
 
-fn endpoint(url: &str, connect_timeout: Duration) -> Result<Endpoint, Error> {
+fn endpoint(url: &str, dial: Dial) -> Result<Endpoint, Error> {
     Endpoint::from_shared(url.to_owned())
-        .map(|e| e.connect_timeout(connect_timeout).tcp_nodelay(true))
+        .map(|e| {
+            let e = e.connect_timeout(dial.connect_timeout).tcp_nodelay(true);
+            match dial.keep_alive_interval {
+                Some(interval) => e
+                    .http2_keep_alive_interval(interval)
+                    .keep_alive_timeout(interval)
+                    .keep_alive_while_idle(true),
+                None => e,
+            }
+        })
         .map_err(|e| Error::InvalidArgument {
             field: "endpoints".into(),
             reason: format!("{url:?} is not a valid URL: {e}"),
@@ -188,15 +207,20 @@ mod tests {
         assert_eq!(normalize("https://h:1"), "https://h:1");
     }
 
+    const DIAL: Dial = Dial {
+        connect_timeout: Duration::from_secs(1),
+        keep_alive_interval: None,
+    };
+
     #[tokio::test]
     async fn an_empty_list_or_a_bad_url_is_refused_before_connecting() {
         let empty: [&str; 0] = [];
         assert!(matches!(
-            Endpoints::connect(empty, Duration::from_secs(1)).await,
+            Endpoints::connect(empty, DIAL).await,
             Err(Error::InvalidArgument { .. })
         ));
         assert!(matches!(
-            Endpoints::connect(["http://bad host:1"], Duration::from_secs(1)).await,
+            Endpoints::connect(["http://bad host:1"], DIAL).await,
             Err(Error::InvalidArgument { .. })
         ));
     }
@@ -206,7 +230,7 @@ mod tests {
         let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = dead.local_addr().unwrap();
         drop(dead);
-        let error = Endpoints::connect([addr.to_string()], Duration::from_secs(1))
+        let error = Endpoints::connect([addr.to_string()], DIAL)
             .await
             .unwrap_err();
         assert!(error.to_string().contains(&addr.to_string()), "{error}");

@@ -51,12 +51,18 @@ pub enum Error {
         lease: LeaseId,
     },
     /// The lock is held under another token than the one given.
-    #[error("lock {name} is held under token {}, not by this lease's token", fmt_token(*.holder_token))]
+    #[error("{}", not_holder(.name, *.holder_token, *.lease, *.token))]
     NotHolder {
         /// The lock.
         name: String,
         /// The current holder's token, if any.
         holder_token: Option<Token>,
+        /// The lease the caller named (a release by lease id; a fenced
+        /// write or force release names none).
+        lease: Option<LeaseId>,
+        /// The token the caller presented (a one-shot call by token);
+        /// `None` for a guard's own: this lease's token.
+        token: Option<Token>,
     },
     /// No lock of that name exists.
     #[error("no lock named {name:?}{}", fmt_nearby(.nearby))]
@@ -165,6 +171,28 @@ fn fmt_nearby(nearby: &[String]) -> String {
     }
 }
 
+/// A `NotHolder` in words: what the caller presented, and who holds the
+/// lock instead.
+fn not_holder(
+    name: &str,
+    holder_token: Option<Token>,
+    lease: Option<LeaseId>,
+    token: Option<Token>,
+) -> String {
+    let Some(token) = token else {
+        return format!(
+            "lock {name} is held under token {}, not by this lease's token",
+            fmt_token(holder_token)
+        );
+    };
+    let by_lease = lease.map_or_else(String::new, |lease| format!("by lease {lease} "));
+    let holder = holder_token.map_or_else(
+        || "nobody holds it now".to_owned(),
+        |holder| format!("the current holder's token is {holder}"),
+    );
+    format!("lock {name} is not held {by_lease}with token {token}; {holder}")
+}
+
 fn fmt_token(token: Option<Token>) -> String {
     token.map_or_else(|| "unknown".to_owned(), |t| t.to_string())
 }
@@ -218,6 +246,16 @@ impl Error {
             | Error::Unfenced { name, .. }
             | Error::StaleToken { lock: name, .. } => *name = lock.to_owned(),
             _ => {}
+        }
+        self
+    }
+
+    /// Fills in what the caller presented (its lease, if it named one, and
+    /// token), which a `NotHolder` answer leaves out.
+    pub(crate) fn presented(mut self, by: Option<LeaseId>, with: Token) -> Error {
+        if let Error::NotHolder { lease, token, .. } = &mut self {
+            *lease = by;
+            *token = Some(with);
         }
         self
     }

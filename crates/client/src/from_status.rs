@@ -71,7 +71,12 @@ fn from_known(reason: Reason, message: String, d: &ErrorDetail) -> (Error, Retry
     let error = match reason {
         Reason::InvalidArgument => Error::InvalidArgument {
             field: d.field.clone(),
-            reason: message,
+            // The server words it as this variant does ("invalid FIELD:
+            // REASON"): keep the reason, or the field is named twice.
+            reason: match message.strip_prefix(&format!("invalid {}: ", d.field)) {
+                Some(reason) => reason.to_owned(),
+                None => message,
+            },
         },
         Reason::Busy => Error::Busy {
             name: String::new(),
@@ -80,6 +85,8 @@ fn from_known(reason: Reason, message: String, d: &ErrorDetail) -> (Error, Retry
         Reason::NotHolder => Error::NotHolder {
             name: String::new(),
             holder_token: token,
+            lease: None,
+            token: None,
         },
         Reason::NoSuchLock => Error::NoSuchLock {
             name: String::new(),

@@ -57,15 +57,26 @@
 //! # }
 //! ```
 //!
+//! Besides leases kept alive in the background, every call of the service
+//! is there as one method on [`Client`] (the one-shot API, [`ops`]): grant
+//! a lease without a keeper, acquire and release by lease id, describe and
+//! list locks, force-release, the fenced store, events, cluster status and
+//! membership. All of them go through the same call path (failover,
+//! retries, leader following) and fail with the same typed [`Error`].
+//!
 //! Modules: [`clock`] (the boot clock and its trait), [`backoff`] (jittered,
-//! seedable retry delays), [`lease`] (leases and their timing), [`metrics`]
-//! (the client-side metric names).
+//! seedable retry delays), [`lease`] (leases and their timing), [`ops`]
+//! (the one-shot API), [`wire`] (the protocol's read views it returns),
+//! [`diagnose`] (the stale-lock verdicts, pure functions of what was
+//! observed), [`show`] (durations, times and owners as people read them),
+//! [`metrics`] (the client-side metric names).
 
 mod acquire;
 pub mod backoff;
 mod call;
 mod client;
 pub mod clock;
+pub mod diagnose;
 mod endpoints;
 mod error;
 mod from_status;
@@ -74,10 +85,13 @@ pub mod lease;
 mod loss;
 pub mod metrics;
 mod name;
+pub mod ops;
 mod options;
 mod owner;
 mod release;
 mod request_id;
+pub mod show;
+pub mod wire;
 mod session;
 mod with_lock;
 
@@ -86,9 +100,16 @@ pub use client::Client;
 pub use error::Error;
 pub use guard::{LockGuard, LockHandle};
 pub use lease::{KeepAliveBuilder, Lease, LeaseBuilder, Renewed};
-pub use leasehold_core::{LeaseId, Reason, Token};
+pub use leasehold_core::{FencedKey, LeaseId, Reason, Revision, Token};
 pub use loss::{LockLost, LossCause};
 pub use name::{IntoLockName, LockName};
+pub use ops::cluster::{ADD_MEMBER_WAIT_MAX, REMOVE_MEMBER_WAIT_MAX};
+pub use ops::events::{EventStream, EventsQuery};
+pub use ops::fenced::FencedValue;
+pub use ops::force::{ForceRelease, ForceReleased};
+pub use ops::lease::{Granted, Renewal};
+pub use ops::locks::Acquired;
+pub use ops::Consistency;
 pub use options::{ClientOptions, Transport};
 pub use owner::{owner_info, owner_process, OwnerProcess};
 pub use release::ReleaseOutcome;

@@ -17,6 +17,17 @@ pub struct ClientOptions {
     /// How long a call keeps retrying transient failures (unreachable
     /// endpoint, no leader) before it reports `Unavailable`.
     pub retry_budget: Duration,
+    /// At most this many retries of one call, within the budget (`None`:
+    /// as many as the budget allows). A command-line tool that should fail
+    /// fast and let its caller decide sets `Some(1)`: one more try, on the
+    /// leader a follower named or on the next endpoint, then the error.
+    pub retries_max: Option<u32>,
+    /// How often a connection pings the server, even while idle; a ping
+    /// unanswered for as long again counts the connection as dead. A
+    /// long-lived stream (events, keep-alives) to a server that vanished
+    /// without closing the connection (host down, partition, SIGSTOP) then
+    /// fails within twice this instead of waiting for TCP. `None`: no pings.
+    pub keep_alive_interval: Option<Duration>,
     /// Growth of the delays between retries and reconnects.
     pub backoff: BackoffPolicy,
     /// Seed of the jitter in those delays; `None` seeds from the pid and the
@@ -47,6 +58,8 @@ impl Default for ClientOptions {
             call_timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(2),
             retry_budget: Duration::from_secs(10),
+            retries_max: None,
+            keep_alive_interval: Some(Duration::from_secs(5)),
             backoff: BackoffPolicy::default(),
             seed: None,
             clock: Arc::new(BootClock),
@@ -69,6 +82,12 @@ impl ClientOptions {
         }
         if self.connect_timeout.is_zero() {
             return invalid("connect_timeout", "must be positive");
+        }
+        if self.keep_alive_interval.is_some_and(|d| d.is_zero()) {
+            return invalid(
+                "keep_alive_interval",
+                "must be positive (None turns pings off)",
+            );
         }
         if self.backoff.initial.is_zero() || self.backoff.initial > self.backoff.max {
             return invalid("backoff", "initial must be positive and at most max");

@@ -63,6 +63,40 @@ pub enum OwnerProcess {
     OtherHost,
 }
 
+impl OwnerProcess {
+    /// One word, as `--json` output shows it: `running`, `gone`,
+    /// `pid-reused`, or `other-host` (this host cannot tell).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            OwnerProcess::Running => "running",
+            OwnerProcess::Gone => "gone",
+            OwnerProcess::PidReused { .. } => "pid-reused",
+            OwnerProcess::OtherHost => "other-host",
+        }
+    }
+
+    /// In words, about `owner`: what `get`, `force-release` and `diagnose`
+    /// all show.
+    pub fn describe(&self, owner: &OwnerInfo) -> String {
+        match self {
+            OwnerProcess::Running => "running on this host".into(),
+            OwnerProcess::Gone => "GONE: no such process on this host".into(),
+            OwnerProcess::PidReused { started_unix_ms } => format!(
+                "GONE: its pid now belongs to a process started {}",
+                crate::show::local_time(*started_unix_ms as i64)
+            ),
+            OwnerProcess::OtherHost => format!(
+                "on host {}, not this one: its process cannot be checked from here",
+                if owner.host.is_empty() {
+                    "-"
+                } else {
+                    &owner.host
+                }
+            ),
+        }
+    }
+}
+
 /// Looks for `owner`'s process on this host (by pid and start time).
 pub fn owner_process(owner: &OwnerInfo) -> OwnerProcess {
     if owner.host.is_empty() || owner.host != hostname() || owner.pid == 0 {

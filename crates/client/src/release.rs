@@ -7,8 +7,6 @@ use crate::error::Error;
 use crate::session::SessionSlot;
 use crate::Client;
 use leasehold_core::{LeaseId, LockName, Token};
-use leasehold_proto::v1::ReleaseRequest;
-use std::time::Duration;
 
 /// What a release found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,8 +36,8 @@ impl ReleaseOutcome {
     }
 }
 
-/// Sends one release (with a fresh request id, reused by its retries; on
-/// `session`'s stream while it is open, else unary) and maps the answer.
+/// Sends one release (on `session`'s stream while it is open, else unary:
+/// [`Client::release_via`]) and maps the server's refusals to outcomes.
 /// `Err` only when the service could not be reached.
 pub(crate) async fn send_release(
     client: &Client,
@@ -48,16 +46,7 @@ pub(crate) async fn send_release(
     name: &LockName,
     token: Token,
 ) -> Result<ReleaseOutcome, Error> {
-    let request = ReleaseRequest {
-        lease: lease.0,
-        name: name.to_string(),
-        token: token.0,
-        request_id: crate::request_id::new_request_id(),
-    };
-    let sent = client
-        .send(session, Duration::ZERO, || request.clone())
-        .await;
-    match sent {
+    match client.release_via(session, lease, name, token).await {
         Ok(_) => Ok(ReleaseOutcome::Released),
         Err(Error::LeaseExpired { .. } | Error::LeaseNotFound { .. }) => {
             Ok(ReleaseOutcome::AlreadyExpired)

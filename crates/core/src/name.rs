@@ -50,6 +50,24 @@ impl LockName {
     pub fn namespace(&self) -> &str {
         self.0.split('/').next().unwrap_or(&self.0)
     }
+
+    /// The prefix the name's holds are filed under: the name up to and
+    /// including its last `/` (`jobs/nightly` → `jobs/`; a name without `/`
+    /// is its own prefix). The server's hold statistics and `diagnose` both
+    /// use this one rule, so "the usual hold under this prefix" means the
+    /// same thing to both.
+    pub fn prefix(&self) -> &str {
+        LockName::prefix_of(&self.0)
+    }
+
+    /// [`LockName::prefix`] of a name held as text (a name read back from
+    /// the server, a table keyed by `&str`).
+    pub fn prefix_of(name: &str) -> &str {
+        match name.rfind('/') {
+            Some(slash) => &name[..=slash],
+            None => name,
+        }
+    }
 }
 
 /// The rules every name-like text follows (lock names, fenced-store keys):
@@ -144,6 +162,16 @@ mod tests {
             LockName::parse("jobs/nightly").unwrap().as_str(),
             "jobs/nightly"
         );
+    }
+
+    #[test]
+    fn prefixes_end_at_the_last_slash() {
+        let prefix = |raw: &str| LockName::parse(raw).unwrap().prefix().to_owned();
+        assert_eq!(prefix("jobs/nightly"), "jobs/");
+        assert_eq!(prefix("a/b/c"), "a/b/");
+        assert_eq!(prefix("solo"), "solo");
+        assert_eq!(prefix("trailing/"), "trailing/");
+        assert_eq!(LockName::prefix_of("jobs/nightly"), "jobs/");
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! tell a holder that is still renewing long after its kind of work is
 //! normally done ("renewing-past-work": the renewer outlived the work).
 //!
-//! A lock's prefix is its name up to and including the last `/`
-//! (`jobs/nightly` → `jobs/`; a name without `/` is its own prefix). Only
+//! A lock's prefix is [`LockName::prefix`]: its name up to and including
+//! the last `/` (`jobs/nightly` → `jobs/`; a name without `/` is its own
+//! prefix), the one rule `diagnose` also uses. Only
 //! holds that ended with their holder's own release (or lease revoke) count:
 //! an expiry's hold time includes the ttl after the holder died, and a force
 //! release is an incident, not a measure of the work. Memory is bounded:
@@ -11,6 +12,7 @@
 //! prefixes (the prefix updated longest ago is forgotten first). Kept per
 //! node and not replicated: a new leader starts with what it saw applied.
 
+use leasehold_core::LockName;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -19,14 +21,6 @@ use std::time::Duration;
 pub const HOLDS_PER_PREFIX: usize = 256;
 /// Prefixes remembered.
 pub const PREFIXES_MAX: usize = 1_024;
-
-/// The prefix a lock's hold time is filed under.
-pub fn prefix_of(name: &str) -> &str {
-    match name.rfind('/') {
-        Some(slash) => &name[..=slash],
-        None => name,
-    }
-}
 
 /// A prefix's usual hold time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,7 +69,7 @@ impl HoldStats {
         let mut guard = self.inner.lock().expect("hold stats poisoned");
         let (prefixes, clock) = &mut *guard;
         *clock += 1;
-        let prefix = prefix_of(name);
+        let prefix = LockName::prefix_of(name);
         if !prefixes.contains_key(prefix) {
             if prefixes.len() == PREFIXES_MAX {
                 let oldest = prefixes
@@ -100,7 +94,7 @@ impl HoldStats {
     /// was recorded.
     pub fn summary(&self, name: &str) -> Option<HoldSummary> {
         let mut guard = self.inner.lock().expect("hold stats poisoned");
-        Some(guard.0.get_mut(prefix_of(name))?.summary())
+        Some(guard.0.get_mut(LockName::prefix_of(name))?.summary())
     }
 }
 
@@ -110,9 +104,9 @@ mod tests {
 
     #[test]
     fn prefixes_end_at_the_last_slash() {
-        assert_eq!(prefix_of("jobs/nightly"), "jobs/");
-        assert_eq!(prefix_of("a/b/c"), "a/b/");
-        assert_eq!(prefix_of("solo"), "solo");
+        assert_eq!(LockName::prefix_of("jobs/nightly"), "jobs/");
+        assert_eq!(LockName::prefix_of("a/b/c"), "a/b/");
+        assert_eq!(LockName::prefix_of("solo"), "solo");
     }
 
     #[test]

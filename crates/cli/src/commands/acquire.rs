@@ -3,15 +3,13 @@
 //! acquire fails, so a failed attempt leaves nothing behind); the lock then
 //! lives as long as that lease: renew it with `leasehold lease keepalive`.
 
-use super::{lease, revision, Global};
-use crate::connect::{request_id, Conn};
+use super::{lock_name, Global};
 use crate::duration;
 use crate::error::CliError;
 use crate::exit::Exit;
 use crate::output::print_json;
-use leasehold_proto::v1::lease_client::LeaseClient;
-use leasehold_proto::v1::lock_client::LockClient;
-use leasehold_proto::v1::{AcquireRequest, AcquireResponse, GetLeaseRequest};
+use leasehold_client::show::human;
+use leasehold_client::{owner_info, Acquired, Client, LeaseId, LockName, LockOptions};
 use serde_json::json;
 use std::time::Duration;
 
@@ -53,87 +51,85 @@ const DEFAULT_TTL: Duration = Duration::from_secs(10);
 
 /// Runs `acquire`.
 pub async fn run(args: AcquireArgs, global: &Global) -> Result<(), CliError> {
-    let mut conn = global.connect().await?;
-    let (lease, fresh_ttl_ms) = match args.lease {
-        Some(lease) => (lease, None),
+    let name = lock_name(&args.name)?;
+    let client = global.client().await?;
+    let (lease, fresh_ttl) = match args.lease {
+        Some(lease) => (LeaseId(lease), None),
         None => {
             let ttl = args.ttl.unwrap_or(DEFAULT_TTL);
-            let granted = lease::grant(&mut conn, ttl, args.owner.clone(), vec![]).await?;
-            (granted.lease, Some(granted.ttl_ms))
+            let owner = owner_info(args.owner.clone(), vec![]);
+            let granted = client.grant_lease(ttl, owner).await?;
+            (granted.lease, Some(granted.ttl))
         }
     };
+    let options = options(&args);
     let outcome = tokio::select! {
-        outcome = acquire(&mut conn, &args, lease) => outcome,
+        outcome = client.acquire(lease, &name, &options) => outcome.map_err(CliError::from),
         _ = tokio::signal::ctrl_c() => Err(CliError::new(Exit::Other, format!("interrupted while acquiring {}", args.name))),
     };
-    let reply = match outcome {
-        Ok(reply) => reply,
+    let acquired = match outcome {
+        Ok(acquired) => acquired,
         Err(err) => {
-            if fresh_ttl_ms.is_some() {
+            if fresh_ttl.is_some() {
                 // Best effort: the lease would expire after its ttl anyway.
-                let _ = lease::revoke(&mut conn, lease).await;
+                let _ = client.revoke_lease(lease).await;
             }
             return Err(err);
         }
     };
-    let ttl_ms = match fresh_ttl_ms {
-        Some(ttl_ms) => Some(ttl_ms),
-        None => lease_ttl_ms(&mut conn, lease).await,
+    let ttl = match fresh_ttl {
+        Some(ttl) => Some(ttl),
+        None => lease_ttl(&client, lease).await,
     };
-    if args.json {
-        print_json(&json!({
-            "lock": args.name,
-            "lease": lease,
-            "token": reply.token,
-            "revision": revision(reply.header.as_ref()),
-            "ttl_ms": ttl_ms,
-            "already_held": reply.already_held,
-            "waited_ms": reply.waited_ms,
-            "fenced": args.fenced,
-        }));
-    } else {
-        let ttl = ttl_ms
-            .map(duration::human)
-            .unwrap_or_else(|| "its ttl".into());
-        println!(
-            "acquired {} with token {} under lease {}; the lease is not renewed: it expires after {ttl} unless renewed with `leasehold lease keepalive {lease}`",
-            args.name, reply.token, lease
-        );
-    }
+    print(&args, &name, lease, ttl, &acquired);
     Ok(())
 }
 
-/// Sends the acquire; the call may take `--wait` longer than `--timeout`.
-async fn acquire(
-    conn: &mut Conn,
+/// How to acquire, from the flags.
+fn options(args: &AcquireArgs) -> LockOptions {
+    let mut options = LockOptions::default().wait(args.wait).fenced(args.fenced);
+    if let Some(delay) = args.lock_delay {
+        options = options.lock_delay(delay);
+    }
+    if let Some(max_hold) = args.max_hold {
+        options = options.max_hold(max_hold);
+    }
+    for (key, value) in &args.metadata {
+        options = options.metadata(key.clone(), value.clone());
+    }
+    options
+}
+
+fn print(
     args: &AcquireArgs,
-    lease: u64,
-) -> Result<AcquireResponse, CliError> {
-    let request = AcquireRequest {
-        lease,
-        name: args.name.clone(),
-        wait_ms: duration::ms(args.wait),
-        request_id: request_id(),
-        fenced: args.fenced,
-        lock_delay_ms: args.lock_delay.map(duration::ms).unwrap_or(0),
-        max_hold_ms: args.max_hold.map(duration::ms).unwrap_or(0),
-        metadata: args.metadata.iter().cloned().collect(),
-    };
-    conn.call(args.wait, |ch| {
-        let request = request.clone();
-        async move { LockClient::new(ch).acquire(request).await }
-    })
-    .await
+    name: &LockName,
+    lease: LeaseId,
+    ttl: Option<Duration>,
+    acquired: &Acquired,
+) {
+    let ttl_ms = ttl.map(duration::ms);
+    if args.json {
+        print_json(&json!({
+            "lock": name.as_str(),
+            "lease": lease.0,
+            "token": acquired.token.0,
+            "revision": acquired.revision.0,
+            "ttl_ms": ttl_ms,
+            "already_held": acquired.already_held,
+            "waited_ms": duration::ms(acquired.waited),
+            "fenced": args.fenced,
+        }));
+    } else {
+        let ttl = ttl_ms.map(human).unwrap_or_else(|| "its ttl".into());
+        println!(
+            "acquired {name} with token {} under lease {lease}; the lease is not renewed: it expires after {ttl} unless renewed with `leasehold lease keepalive {lease}`",
+            acquired.token
+        );
+    }
 }
 
 /// The ttl of an existing lease, for the output (None if it cannot be read).
-async fn lease_ttl_ms(conn: &mut Conn, lease: u64) -> Option<u64> {
-    let request = GetLeaseRequest { lease };
-    conn.call(Duration::ZERO, |ch| async move {
-        LeaseClient::new(ch).get(request).await
-    })
-    .await
-    .ok()
-    .and_then(|r| r.lease)
-    .map(|l| l.ttl_ms)
+async fn lease_ttl(client: &Client, lease: LeaseId) -> Option<Duration> {
+    let info = client.lease_info(lease).await.ok()?;
+    Some(Duration::from_millis(info.ttl_ms))
 }

@@ -4,17 +4,17 @@
 //! 1 s and at most a minute), reads the server's memory of failed releases,
 //! checks each owner's process on this host and the server's wall clock
 //! against ours, and prints a verdict per lock with the evidence behind it
-//! (see `diagnosis.rs` for the verdicts).
+//! (the verdicts themselves are the client library's `diagnose`, shared by
+//! every client).
 
 use super::Global;
-use crate::connect::Conn;
-use crate::diagnosis::{self, Diagnosis, Observed, Thresholds};
 use crate::duration;
 use crate::error::CliError;
 use crate::output::print_json;
-use leasehold_client::owner_process;
-use leasehold_proto::v1::lock_client::LockClient;
-use leasehold_proto::v1::{IncidentsRequest, ListLocksRequest, ListLocksResponse, LockInfo};
+use leasehold_client::diagnose::{self, Diagnosis, Observed, Thresholds};
+use leasehold_client::show::approx;
+use leasehold_client::wire::{FailedRelease, ListLocksResponse, LockInfo};
+use leasehold_client::{owner_process, Client, Consistency};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -62,13 +62,8 @@ pub async fn run(args: DiagnoseArgs, global: &Global) -> Result<(), CliError> {
         max_skew_ms: duration::ms(args.max_skew),
         ..Thresholds::default()
     };
-    let mut conn = global.connect().await?;
-    let request = ListLocksRequest {
-        prefix: args.prefix.clone(),
-        limit: 0,
-        stale: false,
-    };
-    let first = sample(&mut conn, &request).await?;
+    let client = global.client().await?;
+    let first = sample(&client, &args.prefix).await?;
     let interval = args
         .interval
         .unwrap_or_else(|| default_interval(&first.reply.locks));
@@ -77,16 +72,32 @@ pub async fn run(args: DiagnoseArgs, global: &Global) -> Result<(), CliError> {
             "diagnose: {} lock(s) under {:?}; sampling again in {} to tell live renewers from orphans",
             first.reply.locks.len(),
             args.prefix,
-            duration::approx(duration::ms(interval))
+            approx(duration::ms(interval))
         );
     }
     tokio::time::sleep(interval).await;
-    let second = sample(&mut conn, &request).await?;
-    let incidents = conn
-        .call(Duration::ZERO, |ch| async move {
-            LockClient::new(ch).incidents(IncidentsRequest {}).await
-        })
-        .await?;
+    let second = sample(&client, &args.prefix).await?;
+    let incidents = client.incidents().await?;
+    let elapsed_ms = duration::ms(second.taken - first.taken);
+    let found = verdicts(&first, &second, &incidents.failed_releases, &limits);
+    if args.json {
+        print_json(&Value::Array(found.iter().map(to_json).collect()));
+    } else if found.is_empty() {
+        eprintln!("no locks match {:?}", args.prefix);
+    } else {
+        print!("{}", human(&found, elapsed_ms));
+    }
+    Ok(())
+}
+
+/// A verdict per lock of the second sample (compared with the first), and
+/// the clock-skew finding from the sample with the smaller uncertainty.
+fn verdicts(
+    first: &Sample,
+    second: &Sample,
+    failed: &[FailedRelease],
+    limits: &Thresholds,
+) -> Vec<Diagnosis> {
     let elapsed_ms = duration::ms(second.taken - first.taken);
     let now_unix_ms = second
         .reply
@@ -110,39 +121,27 @@ pub async fn run(args: DiagnoseArgs, global: &Global) -> Result<(), CliError> {
                 elapsed_ms,
                 now_unix_ms,
             };
-            diagnosis::classify(&seen, &incidents.failed_releases, &limits, &owner_process)
+            diagnose::classify(&seen, failed, limits, &owner_process)
         })
         .collect();
-    let best = [&first, &second]
+    let best = [first, second]
         .into_iter()
         .min_by_key(|sample| sample.uncertainty_ms)
         .expect("two samples");
     let node_id = best.reply.header.as_ref().map_or(0, |h| h.node_id);
-    found.extend(diagnosis::clock_skew(
+    found.extend(diagnose::clock_skew(
         best.offset_ms,
         best.uncertainty_ms,
         node_id,
-        &limits,
+        limits,
     ));
-    if args.json {
-        print_json(&Value::Array(found.iter().map(to_json).collect()));
-    } else if found.is_empty() {
-        eprintln!("no locks match {:?}", args.prefix);
-    } else {
-        print!("{}", human(&found, elapsed_ms));
-    }
-    Ok(())
+    found
 }
 
 /// Lists the locks, noting this host's wall clock around the call.
-async fn sample(conn: &mut Conn, request: &ListLocksRequest) -> Result<Sample, CliError> {
+async fn sample(client: &Client, prefix: &str) -> Result<Sample, CliError> {
     let before = unix_ms_now();
-    let reply = conn
-        .call(Duration::ZERO, |ch| {
-            let request = request.clone();
-            async move { LockClient::new(ch).list(request).await }
-        })
-        .await?;
+    let reply = client.list_locks(prefix, Consistency::Linearizable).await?;
     let after = unix_ms_now();
     let server = reply.header.as_ref().map_or(0, |h| h.server_time_unix_ms);
     Ok(Sample {
@@ -185,7 +184,7 @@ fn to_json(d: &Diagnosis) -> Value {
 }
 
 fn human(found: &[Diagnosis], elapsed_ms: u64) -> String {
-    let mut out = format!("sampled twice, {} apart\n", duration::approx(elapsed_ms));
+    let mut out = format!("sampled twice, {} apart\n", approx(elapsed_ms));
     for d in found {
         let also: Vec<&str> = d.findings[1..].iter().map(|f| f.as_str()).collect();
         out.push_str(&format!(

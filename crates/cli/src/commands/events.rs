@@ -12,15 +12,14 @@
 //! happens.
 
 use super::Global;
-use crate::error::CliError;
+use crate::error::{exit_for, CliError};
 use crate::exit::Exit;
 use crate::output::print_json;
-use leasehold_proto::v1::watch_client::WatchClient;
-use leasehold_proto::v1::{Event, EventsRequest};
+use leasehold_client::wire::Event;
+use leasehold_client::{Error, EventStream, EventsQuery};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::time::Duration;
-use tonic::Streaming;
 
 /// `leasehold events`
 #[derive(clap::Args, Debug)]
@@ -39,24 +38,19 @@ pub struct EventsArgs {
 
 /// Runs `events`.
 pub async fn run(args: EventsArgs, global: &Global) -> Result<(), CliError> {
-    let mut conn = global.connect().await?;
-    let request = EventsRequest {
+    let client = global.client().await?;
+    let query = EventsQuery {
         prefix: args.prefix.clone(),
         follow: args.follow,
         replay: 0,
     };
     // Bounded by --timeout until the server accepts the stream; a
     // follower then waits for events for as long as it runs.
-    let stream = conn
-        .call(Duration::ZERO, |ch| {
-            let request = request.clone();
-            async move { WatchClient::new(ch).events(request).await }
-        })
-        .await?;
+    let stream = client.events(&query).await?;
     if args.follow {
         follow(stream, &args).await
     } else {
-        let events = collect(stream, conn.timeout()).await?;
+        let events = collect(stream, global.timeout).await?;
         print_all(&events, &args);
         Ok(())
     }
@@ -64,13 +58,13 @@ pub async fn run(args: EventsArgs, global: &Global) -> Result<(), CliError> {
 
 /// Reads a stream that ends by itself (no `--follow`), each message
 /// bounded by `timeout`.
-async fn collect(mut stream: Streaming<Event>, timeout: Duration) -> Result<Vec<Event>, CliError> {
+async fn collect(mut stream: EventStream, timeout: Duration) -> Result<Vec<Event>, CliError> {
     let mut events = Vec::new();
     loop {
-        match tokio::time::timeout(timeout, stream.message()).await {
+        match tokio::time::timeout(timeout, stream.next()).await {
             Ok(Ok(Some(event))) => events.push(event),
             Ok(Ok(None)) => return Ok(events),
-            Ok(Err(status)) => return Err(CliError::from_status(&status)),
+            Ok(Err(error)) => return Err(error.into()),
             Err(_) => return Err(stalled(timeout, events.len())),
         }
     }
@@ -78,7 +72,7 @@ async fn collect(mut stream: Streaming<Event>, timeout: Duration) -> Result<Vec<
 
 /// No event, and no end of the stream, within `timeout`.
 fn stalled(timeout: Duration, received: usize) -> CliError {
-    let waited = crate::duration::human(crate::duration::ms(timeout));
+    let waited = leasehold_client::show::human(crate::duration::ms(timeout));
     CliError::new(
         Exit::Unavailable,
         format!(
@@ -102,14 +96,14 @@ fn print_all(events: &[Event], args: &EventsArgs) {
 
 /// Prints each event as it arrives until a signal (exit 0), the stream's
 /// end or error (non-zero), or stdout closing (exit 0: the reader is done).
-async fn follow(mut stream: Streaming<Event>, args: &EventsArgs) -> Result<(), CliError> {
+async fn follow(mut stream: EventStream, args: &EventsArgs) -> Result<(), CliError> {
     let stopped = stop_signal();
     tokio::pin!(stopped);
     let mut stdout = std::io::stdout();
     loop {
         let next = tokio::select! {
             () = &mut stopped => return Ok(()),
-            next = stream.message() => next,
+            next = stream.next() => next,
         };
         let event = match next {
             Ok(Some(event)) => event,
@@ -120,7 +114,7 @@ async fn follow(mut stream: Streaming<Event>, args: &EventsArgs) -> Result<(), C
                      `leasehold events --follow` again to reconnect (recent events are replayed first)",
                 ))
             }
-            Err(status) => return Err(stream_failed(&status)),
+            Err(error) => return Err(stream_failed(error)),
         };
         let line = if args.json {
             event_json(&event).to_string()
@@ -141,23 +135,22 @@ async fn follow(mut stream: Streaming<Event>, args: &EventsArgs) -> Result<(), C
     }
 }
 
-/// The error of a follow stream that ended with `status`, saying to
-/// reconnect unless the server's message already does. A status without
-/// Leasehold's error detail did not come from the server: the connection
-/// broke (or stopped answering keep-alive pings), so it is "unavailable".
-fn stream_failed(status: &tonic::Status) -> CliError {
-    let mut error = CliError::from_status(status);
-    if leasehold_proto::status::error_detail(status).is_none() {
-        error.exit = Exit::Unavailable;
-        error.message = format!("lost the connection to the server ({})", error.message);
+/// The error of a follow stream that ended with `error`, saying to
+/// reconnect unless the server's message already does. An open stream is
+/// `Unavailable` when the connection broke (or stopped answering
+/// keep-alive pings): the server did not end it.
+fn stream_failed(error: Error) -> CliError {
+    let mut message = error.to_string();
+    if matches!(error, Error::Unavailable { .. }) {
+        message = format!("lost the connection to the server ({message})");
     }
-    error.message = format!("the event stream ended: {}", error.message);
-    if !error.message.contains("reconnect") {
-        error.message.push_str(
+    message = format!("the event stream ended: {message}");
+    if !message.contains("reconnect") {
+        message.push_str(
             "; run `leasehold events --follow` again to reconnect (recent events are replayed first)",
         );
     }
-    error
+    CliError::new(exit_for(&error), message)
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.
@@ -203,7 +196,7 @@ pub fn event_line(event: &Event) -> String {
     };
     let mut line = format!(
         "{}  {:<16}  {}  token={} lease={} owner={} revision={}",
-        crate::wall_time::local(event.at_unix_ms),
+        leasehold_client::show::local_time(event.at_unix_ms),
         event.kind,
         event.lock,
         event.token,

@@ -13,15 +13,12 @@
 //! lowercase hex; `--json` says which in `"encoding"` (`"utf8"` or `"hex"`),
 //! so a script can always recover the exact bytes.
 
-use super::{revision, Global};
-use crate::connect::request_id;
+use super::{consistency, lock_name, Global};
 use crate::error::CliError;
 use crate::exit::Exit;
 use crate::output::print_json;
-use leasehold_proto::v1::fenced_store_client::FencedStoreClient;
-use leasehold_proto::v1::{FencedGetRequest, FencedPutRequest};
+use leasehold_client::{Error, FencedKey, Token};
 use serde_json::json;
-use std::time::Duration;
 
 /// `leasehold fenced`
 #[derive(clap::Subcommand, Debug)]
@@ -76,31 +73,23 @@ pub async fn run(cmd: FencedCmd, global: &Global) -> Result<(), CliError> {
 }
 
 async fn put(args: PutArgs, global: &Global) -> Result<(), CliError> {
+    let key = fenced_key(&args.key)?;
+    let lock = lock_name(&args.lock)?;
     let value = if args.hex {
         from_hex(&args.value)?
     } else {
         args.value.clone().into_bytes()
     };
-    let mut conn = global.connect().await?;
-    let request = FencedPutRequest {
-        lock: args.lock.clone(),
-        token: args.token,
-        key: args.key.clone(),
-        value,
-        request_id: request_id(),
-    };
-    let reply = conn
-        .call(Duration::ZERO, |ch| {
-            let request = request.clone();
-            async move { FencedStoreClient::new(ch).put(request).await }
-        })
+    let client = global.client().await?;
+    let revision = client
+        .fenced_put(&key, value, &lock, Token(args.token))
         .await?;
     if args.json {
         print_json(&json!({
             "key": args.key,
             "lock": args.lock,
             "token": args.token,
-            "revision": revision(reply.header.as_ref()),
+            "revision": revision.0,
         }));
     } else {
         println!(
@@ -112,40 +101,36 @@ async fn put(args: PutArgs, global: &Global) -> Result<(), CliError> {
 }
 
 async fn get(args: GetArgs, global: &Global) -> Result<(), CliError> {
-    let mut conn = global.connect().await?;
-    let request = FencedGetRequest {
-        key: args.key.clone(),
-        stale: args.stale,
-    };
-    let reply = conn
-        .call(Duration::ZERO, |ch| {
-            let request = request.clone();
-            async move { FencedStoreClient::new(ch).get(request).await }
-        })
-        .await?;
-    if !reply.found {
+    let key = fenced_key(&args.key)?;
+    let client = global.client().await?;
+    let Some(found) = client.fenced_get(&key, consistency(args.stale)).await? else {
         return Err(CliError::new(
             Exit::Ownership,
             format!("no such key \"{}\" in the fenced store", args.key),
         ));
-    }
-    let (text, encoding) = shown(&reply.value);
+    };
+    let (text, encoding) = shown(&found.value);
     if args.json {
         print_json(&json!({
-            "key": reply.key,
+            "key": found.key,
             "value": text,
             "encoding": encoding,
-            "token": reply.token,
-            "lock": reply.lock,
-            "revision": revision(reply.header.as_ref()),
+            "token": found.token.0,
+            "lock": found.lock,
+            "revision": found.revision.0,
         }));
     } else {
         println!(
             "{} = {text} (token {}, lock {})",
-            reply.key, reply.token, reply.lock
+            found.key, found.token, found.lock
         );
     }
     Ok(())
+}
+
+/// Validates a key given on the command line before anything is sent.
+fn fenced_key(raw: &str) -> Result<FencedKey, CliError> {
+    Ok(FencedKey::parse(raw).map_err(Error::from)?)
 }
 
 /// A value as text: itself if valid UTF-8, else lowercase hex.

@@ -10,14 +10,12 @@
 //! `--allow-unfenced`: nothing would reject that holder's late writes. The
 //! caller (`$USER@host`) and reason are kept in the server's incident record.
 
-use super::{revision, Global};
+use super::{lock_name, Global};
 use crate::error::CliError;
 use crate::lock_view::{lock_human, lock_json};
 use crate::output::print_json;
-use leasehold_proto::v1::lock_client::LockClient;
-use leasehold_proto::v1::{ForceReleaseRequest, GetLockRequest};
+use leasehold_client::{Consistency, ForceRelease, Token};
 use serde_json::json;
-use std::time::Duration;
 
 /// `leasehold force-release`
 #[derive(clap::Args, Debug)]
@@ -46,65 +44,50 @@ pub struct ForceReleaseArgs {
 
 /// Runs `force-release`.
 pub async fn run(args: ForceReleaseArgs, global: &Global) -> Result<(), CliError> {
-    let caller = caller();
-    // Refuse a missing reason before showing evidence or touching the server.
-    leasehold_core::command::check_force(&args.reason, &caller)
-        .map_err(|e| CliError::usage(e.to_string()))?;
-    let mut conn = global.connect().await?;
-    let get = GetLockRequest {
-        name: args.name.clone(),
-        stale: false,
+    let name = lock_name(&args.name)?;
+    let force = ForceRelease {
+        expected_token: Token(args.token),
+        reason: args.reason.clone(),
+        caller: caller(),
+        allow_unfenced: args.allow_unfenced,
+        revoke_lease: args.revoke_lease,
     };
-    let seen = conn
-        .call(Duration::ZERO, |ch| {
-            let get = get.clone();
-            async move { LockClient::new(ch).get(get).await }
-        })
-        .await?;
+    // Refuse a missing reason before showing evidence or touching the server.
+    leasehold_core::command::check_force(&force.reason, &force.caller)
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    let client = global.client().await?;
+    let seen = client.get_lock(&name, Consistency::Linearizable).await?;
     let now_unix_ms = seen.header.as_ref().map_or(0, |h| h.server_time_unix_ms);
     let lock = seen.lock.unwrap_or_default();
     eprint!(
         "force-release: what it sees now:\n{}",
         lock_human(&lock, now_unix_ms, "  ")
     );
-    let request = ForceReleaseRequest {
-        name: args.name.clone(),
-        expected_token: args.token,
-        reason: args.reason.clone(),
-        allow_unfenced: args.allow_unfenced,
-        revoke_lease: args.revoke_lease,
-        caller,
-    };
-    let reply = conn
-        .call(Duration::ZERO, |ch| {
-            let request = request.clone();
-            async move { LockClient::new(ch).force_release(request).await }
-        })
-        .await?;
+    let released = client.force_release(&name, &force).await?;
     if args.json {
         print_json(&json!({
             "lock": args.name,
             "token": args.token,
-            "lease": reply.lease,
-            "revoked_lease": reply.revoked_lease,
-            "released": reply.released,
-            "caller": request.caller,
+            "lease": released.lease.0,
+            "revoked_lease": released.revoked_lease,
+            "released": released.released,
+            "caller": force.caller,
             "reason": args.reason,
-            "revision": revision(reply.header.as_ref()),
+            "revision": released.revision.0,
             "evidence": lock_json(&lock),
         }));
-    } else if reply.revoked_lease {
+    } else if released.revoked_lease {
         println!(
             "force-released {} (token {}): revoked lease {}, freeing {}",
             args.name,
             args.token,
-            reply.lease,
-            reply.released.join(", ")
+            released.lease,
+            released.released.join(", ")
         );
     } else {
         println!(
             "force-released {} (token {}) from lease {}",
-            args.name, args.token, reply.lease
+            args.name, args.token, released.lease
         );
     }
     Ok(())

@@ -4,13 +4,11 @@
 //! left, renewals and last renewal, lock delay and max hold, the usual hold
 //! under its prefix, and the waiters in queue order (see `lock_view.rs`).
 
-use super::{revision, Global};
+use super::{consistency, lock_name, Global};
 use crate::error::CliError;
 use crate::lock_view::{lock_human, lock_json};
 use crate::output::print_json;
-use leasehold_proto::v1::lock_client::LockClient;
-use leasehold_proto::v1::{GetLockRequest, LockInfo};
-use std::time::Duration;
+use leasehold_client::wire::LockInfo;
 
 /// `leasehold get`
 #[derive(clap::Args, Debug)]
@@ -28,28 +26,20 @@ pub struct GetArgs {
 
 /// Runs `get`.
 pub async fn run(args: GetArgs, global: &Global) -> Result<(), CliError> {
-    let mut conn = global.connect().await?;
-    let request = GetLockRequest {
-        name: args.name.clone(),
-        stale: args.stale,
-    };
-    let reply = conn
-        .call(Duration::ZERO, |ch| {
-            let request = request.clone();
-            async move { LockClient::new(ch).get(request).await }
-        })
-        .await?;
+    let name = lock_name(&args.name)?;
+    let client = global.client().await?;
+    let reply = client.get_lock(&name, consistency(args.stale)).await?;
     let lock = reply.lock.unwrap_or_else(|| LockInfo {
         name: args.name.clone(),
         ..Default::default()
     });
+    let header = reply.header.unwrap_or_default();
     if args.json {
         let mut value = lock_json(&lock);
-        value["revision"] = revision(reply.header.as_ref()).into();
+        value["revision"] = header.revision.into();
         print_json(&value);
     } else {
-        let now_unix_ms = reply.header.as_ref().map_or(0, |h| h.server_time_unix_ms);
-        print!("{}", lock_human(&lock, now_unix_ms, ""));
+        print!("{}", lock_human(&lock, header.server_time_unix_ms, ""));
     }
     Ok(())
 }

@@ -1,17 +1,13 @@
 //! `leasehold lease grant|keepalive|revoke|get`: leases on their own, for
 //! scripts that hold several locks under one lease or renew from a sidecar.
 
-use super::{revision, Global};
-use crate::connect::{request_id, Conn};
+use super::Global;
 use crate::duration;
 use crate::error::CliError;
 use crate::exit::Exit;
 use crate::output::{owner_json, print_json};
-use leasehold_client::{Client, ClientOptions, LeaseId, Renewed};
-use leasehold_proto::v1::lease_client::LeaseClient;
-use leasehold_proto::v1::{
-    GetLeaseRequest, GrantRequest, GrantResponse, KeepAliveRequest, RevokeRequest,
-};
+use leasehold_client::show::{approx, human};
+use leasehold_client::{owner_info, Client, LeaseId, Renewed};
 use serde_json::json;
 use std::time::Duration;
 
@@ -85,63 +81,27 @@ pub async fn run(cmd: LeaseCmd, global: &Global) -> Result<(), CliError> {
             return keepalive_stream(global, args).await;
         }
     }
-    let mut conn = global.connect().await?;
+    let client = global.client().await?;
     match cmd {
-        LeaseCmd::Grant(args) => grant_cmd(&mut conn, args).await,
-        LeaseCmd::Keepalive(args) => keepalive_once(&mut conn, args).await,
-        LeaseCmd::Revoke(args) => revoke_cmd(&mut conn, args).await,
-        LeaseCmd::Get(args) => get_cmd(&mut conn, args).await,
+        LeaseCmd::Grant(args) => grant_cmd(&client, args).await,
+        LeaseCmd::Keepalive(args) => keepalive_once(&client, args).await,
+        LeaseCmd::Revoke(args) => revoke_cmd(&client, args).await,
+        LeaseCmd::Get(args) => get_cmd(&client, args).await,
     }
 }
 
-/// Grants a lease (one request id, retried once on Unavailable).
-pub async fn grant(
-    conn: &mut Conn,
-    ttl: Duration,
-    owner: Option<String>,
-    labels: Vec<(String, String)>,
-) -> Result<GrantResponse, CliError> {
-    let request = GrantRequest {
-        ttl_ms: duration::ms(ttl),
-        owner: Some(crate::owner::owner_info(owner, labels)),
-        request_id: request_id(),
-    };
-    conn.call(Duration::ZERO, |ch| {
-        let request = request.clone();
-        async move { LeaseClient::new(ch).grant(request).await }
-    })
-    .await
-}
-
-/// Revokes a lease; returns the locks it released.
-pub async fn revoke(conn: &mut Conn, lease: u64) -> Result<Vec<String>, CliError> {
-    let request = RevokeRequest {
-        lease,
-        request_id: request_id(),
-    };
-    let reply = conn
-        .call(Duration::ZERO, |ch| {
-            let request = request.clone();
-            async move { LeaseClient::new(ch).revoke(request).await }
-        })
-        .await?;
-    Ok(reply.released)
-}
-
-async fn grant_cmd(conn: &mut Conn, args: GrantArgs) -> Result<(), CliError> {
-    let reply = grant(conn, args.ttl, args.owner, args.labels).await?;
+async fn grant_cmd(client: &Client, args: GrantArgs) -> Result<(), CliError> {
+    let owner = owner_info(args.owner, args.labels);
+    let granted = client.grant_lease(args.ttl, owner).await?;
+    let ttl_ms = duration::ms(granted.ttl);
     if args.json {
         print_json(&json!({
-            "lease": reply.lease,
-            "ttl_ms": reply.ttl_ms,
-            "revision": revision(reply.header.as_ref()),
+            "lease": granted.lease.0,
+            "ttl_ms": ttl_ms,
+            "revision": granted.revision.0,
         }));
     } else {
-        println!(
-            "granted lease {} (ttl {})",
-            reply.lease,
-            duration::human(reply.ttl_ms)
-        );
+        println!("granted lease {} (ttl {})", granted.lease, human(ttl_ms));
     }
     Ok(())
 }
@@ -155,25 +115,22 @@ fn print_renewal(lease: u64, ttl_ms: u64, renewed: Renewed, json: bool) {
             "revision": renewed.revision,
         }));
     } else {
-        println!("renewed lease {lease} (ttl {})", duration::human(ttl_ms));
+        println!("renewed lease {lease} (ttl {})", human(ttl_ms));
     }
 }
 
-async fn keepalive_once(conn: &mut Conn, args: KeepaliveArgs) -> Result<(), CliError> {
-    let request = KeepAliveRequest {
-        lease: args.id,
-        seq: 1,
-    };
-    let reply = conn
-        .call(Duration::ZERO, |ch| async move {
-            LeaseClient::new(ch).keep_alive(request).await
-        })
-        .await?;
+async fn keepalive_once(client: &Client, args: KeepaliveArgs) -> Result<(), CliError> {
+    let renewal = client.renew_lease(LeaseId(args.id)).await?;
     let renewed = Renewed {
         count: 1,
-        revision: revision(reply.header.as_ref()),
+        revision: renewal.revision.0,
     };
-    print_renewal(reply.lease, reply.ttl_ms, renewed, args.json);
+    print_renewal(
+        renewal.lease.0,
+        duration::ms(renewal.ttl),
+        renewed,
+        args.json,
+    );
     Ok(())
 }
 
@@ -185,11 +142,7 @@ async fn keepalive_once(conn: &mut Conn, args: KeepaliveArgs) -> Result<(), CliE
 /// lost: the server says it is gone, or no renewal was acknowledged before
 /// its local deadline (exit 4, saying which).
 async fn keepalive_stream(global: &Global, args: &KeepaliveArgs) -> Result<(), CliError> {
-    let options = ClientOptions {
-        call_timeout: global.timeout,
-        ..ClientOptions::default()
-    };
-    let client = Client::connect_with(global.endpoints.split(','), options).await?;
+    let client = global.keeper_client().await?;
     let lease = client.keep_alive(LeaseId(args.id)).start().await?;
     let ttl_ms = duration::ms(lease.timing().ttl);
     let mut renewals = lease.renewals();
@@ -218,8 +171,8 @@ async fn keepalive_stream(global: &Global, args: &KeepaliveArgs) -> Result<(), C
     }
 }
 
-async fn revoke_cmd(conn: &mut Conn, args: RevokeArgs) -> Result<(), CliError> {
-    let released = revoke(conn, args.id).await?;
+async fn revoke_cmd(client: &Client, args: RevokeArgs) -> Result<(), CliError> {
+    let released = client.revoke_lease(LeaseId(args.id)).await?;
     if args.json {
         print_json(&json!({ "lease": args.id, "released": released }));
     } else if released.is_empty() {
@@ -234,14 +187,8 @@ async fn revoke_cmd(conn: &mut Conn, args: RevokeArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-async fn get_cmd(conn: &mut Conn, args: GetArgs) -> Result<(), CliError> {
-    let request = GetLeaseRequest { lease: args.id };
-    let reply = conn
-        .call(Duration::ZERO, |ch| async move {
-            LeaseClient::new(ch).get(request).await
-        })
-        .await?;
-    let info = reply.lease.unwrap_or_default();
+async fn get_cmd(client: &Client, args: GetArgs) -> Result<(), CliError> {
+    let info = client.lease_info(LeaseId(args.id)).await?;
     if args.json {
         print_json(&json!({
             "lease": info.id,
@@ -258,13 +205,13 @@ async fn get_cmd(conn: &mut Conn, args: GetArgs) -> Result<(), CliError> {
         let owner = info
             .owner
             .as_ref()
-            .map(crate::output::owner_human)
+            .map(leasehold_client::show::owner)
             .unwrap_or_default();
         println!(
             "lease {} ttl {} remaining {} owner {}",
             info.id,
-            duration::human(info.ttl_ms),
-            duration::approx(info.remaining_ms),
+            human(info.ttl_ms),
+            approx(info.remaining_ms),
             if owner.is_empty() { "-" } else { &owner },
         );
         println!(

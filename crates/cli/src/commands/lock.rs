@@ -13,12 +13,13 @@
 //! its group is stopped the same way, the lock is released, and `lock`
 //! exits with the command's code.
 
-use super::Global;
+use super::{lock_name, Global};
 use crate::duration;
 use crate::error::CliError;
 use crate::exit::Exit;
 use crate::supervise::{exit_code, signal_name, Forwarder, Supervised};
-use leasehold_client::{Client, ClientOptions, LockGuard, LockLost, ReleaseOutcome};
+use leasehold_client::show::human;
+use leasehold_client::{LockGuard, LockLost, ReleaseOutcome};
 use std::ffi::OsString;
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -50,18 +51,15 @@ pub struct LockArgs {
 
 /// Runs `lock`; returns the exit code.
 pub async fn run(args: LockArgs, global: &Global) -> Result<u8, CliError> {
-    let options = ClientOptions {
-        call_timeout: global.timeout,
-        ..ClientOptions::default()
-    };
-    let client = Client::connect_with(global.endpoints.split(','), options).await?;
+    let name = lock_name(&args.name)?;
+    let client = global.keeper_client().await?;
     let mut lease = client.lease(args.ttl);
     if let Some(owner) = &args.owner {
         lease = lease.owner(owner.clone());
     }
     let lease = lease.grant().await?;
     let guard = lease
-        .lock(args.name.as_str())
+        .lock(name)
         .wait(args.wait)
         .fenced(args.fenced)
         .acquire()
@@ -127,7 +125,7 @@ enum Ended {
 async fn on_loss(child: &mut Supervised, lost: LockLost, grace: Duration) -> u8 {
     eprintln!(
         "error: {lost}; stopping the command (SIGTERM to its process group, SIGKILL after {})",
-        duration::human(duration::ms(grace))
+        human(duration::ms(grace))
     );
     match child.terminate_group(grace).await {
         Ok(ended) if ended.killed => {

@@ -2,14 +2,11 @@
 //! with `--stale`, any node's applied state, which may be behind) as an
 //! aligned table, or one JSON array.
 
-use super::Global;
+use super::{consistency, Global};
 use crate::error::CliError;
 use crate::lock_view::{lock_json, lock_rows};
 use crate::output::{print_json, table};
-use leasehold_proto::v1::lock_client::LockClient;
-use leasehold_proto::v1::ListLocksRequest;
 use serde_json::Value;
-use std::time::Duration;
 
 /// `leasehold ls`
 #[derive(clap::Args, Debug)]
@@ -28,17 +25,9 @@ pub struct LsArgs {
 
 /// Runs `ls`.
 pub async fn run(args: LsArgs, global: &Global) -> Result<(), CliError> {
-    let mut conn = global.connect().await?;
-    let request = ListLocksRequest {
-        prefix: args.prefix.clone(),
-        limit: 0,
-        stale: args.stale,
-    };
-    let reply = conn
-        .call(Duration::ZERO, |ch| {
-            let request = request.clone();
-            async move { LockClient::new(ch).list(request).await }
-        })
+    let client = global.client().await?;
+    let reply = client
+        .list_locks(&args.prefix, consistency(args.stale))
         .await?;
     if reply.truncated {
         eprintln!(

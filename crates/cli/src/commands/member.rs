@@ -5,23 +5,12 @@
 //! leader when the answering node knows one, because only the leader knows
 //! how far the log reached each member.
 
-use super::{revision, Global};
-use crate::connect::Conn;
+use super::Global;
 use crate::error::CliError;
 use crate::output::{print_json, table};
-use leasehold_proto::v1::cluster_client::ClusterClient;
-use leasehold_proto::v1::{
-    AddMemberRequest, Member, MembershipResponse, RemoveMemberRequest, StatusRequest,
-    StatusResponse,
-};
+use leasehold_client::wire::{Member, MembershipResponse, StatusResponse};
+use leasehold_client::Client;
 use serde_json::{json, Value};
-use std::time::Duration;
-
-/// Longest a new member may take to catch up: the server's bound
-/// (`LEARNER_CATCH_UP_MAX`, 60 s) plus room for the promotion to commit.
-const ADD_WAIT_MAX: Duration = Duration::from_secs(65);
-/// Room for a removal's two commits (joint, then final configuration).
-const REMOVE_WAIT_MAX: Duration = Duration::from_secs(10);
 
 /// `leasehold member ...`
 #[derive(clap::Subcommand, Debug)]
@@ -58,30 +47,18 @@ pub enum MemberCmd {
 
 /// Runs `member`.
 pub async fn run(cmd: MemberCmd, global: &Global) -> Result<(), CliError> {
-    let mut conn = global.connect().await?;
+    let client = global.client().await?;
     match cmd {
         MemberCmd::Add { id, addr, json } => {
-            let request = AddMemberRequest { id, addr };
-            let reply = conn
-                .call(ADD_WAIT_MAX, |ch| {
-                    let request = request.clone();
-                    async move { ClusterClient::new(ch).add_member(request).await }
-                })
-                .await?;
+            let reply = client.add_member(id, &addr).await?;
             print_members(&reply, json, &format!("node {id} is a voter"));
         }
         MemberCmd::Remove { id, json } => {
-            let reply = conn
-                .call(REMOVE_WAIT_MAX, |ch| async move {
-                    ClusterClient::new(ch)
-                        .remove_member(RemoveMemberRequest { id })
-                        .await
-                })
-                .await?;
+            let reply = client.remove_member(id).await?;
             print_members(&reply, json, &format!("node {id} is removed"));
         }
         MemberCmd::Ls { json } => {
-            let status = leader_status(&mut conn, global).await?;
+            let status = leader_status(&client, global).await?;
             let leader_view = status.state == "Leader";
             if json {
                 print_json(&json!({
@@ -105,34 +82,30 @@ pub async fn run(cmd: MemberCmd, global: &Global) -> Result<(), CliError> {
 
 /// The answering node's status, or the leader's when the answering node
 /// names a reachable leader (only the leader knows replication progress).
-async fn leader_status(conn: &mut Conn, global: &Global) -> Result<StatusResponse, CliError> {
-    let status = status_of(conn).await?;
+async fn leader_status(client: &Client, global: &Global) -> Result<StatusResponse, CliError> {
+    let status = client.status().await?;
     if status.state == "Leader" || status.leader == 0 {
         return Ok(status);
     }
     let Some(leader) = status.members.iter().find(|m| m.id == status.leader) else {
         return Ok(status);
     };
-    let from_leader = match Conn::open(&leader.addr, global.timeout).await {
-        Ok(mut leader_conn) => status_of(&mut leader_conn).await.ok(),
+    let at_leader = Global {
+        endpoints: leader.addr.clone(),
+        ..global.clone()
+    };
+    let from_leader = match at_leader.client().await {
+        Ok(leader_client) => leader_client.status().await.ok(),
         Err(_) => None,
     };
     Ok(from_leader.unwrap_or(status))
-}
-
-/// `Status` of the node `conn` talks to.
-pub async fn status_of(conn: &mut Conn) -> Result<StatusResponse, CliError> {
-    conn.call(Duration::ZERO, |ch| async move {
-        ClusterClient::new(ch).status(StatusRequest {}).await
-    })
-    .await
 }
 
 fn print_members(reply: &MembershipResponse, json: bool, done: &str) {
     // The leader answers membership changes, so progress is its view.
     if json {
         print_json(&json!({
-            "revision": revision(reply.header.as_ref()),
+            "revision": reply.header.as_ref().map_or(0, |h| h.revision),
             "members": members_json(&reply.members, true),
         }));
     } else {

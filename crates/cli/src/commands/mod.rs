@@ -16,8 +16,8 @@ pub mod release;
 pub mod serve;
 pub mod status;
 
-use crate::connect::Conn;
 use crate::error::CliError;
+use leasehold_client::{Client, ClientOptions, Consistency, LockName};
 use std::time::Duration;
 
 /// Options every client command takes.
@@ -38,13 +38,46 @@ pub struct Global {
 }
 
 impl Global {
-    /// Connects to the first reachable endpoint.
-    pub async fn connect(&self) -> Result<Conn, CliError> {
-        Conn::open(&self.endpoints, self.timeout).await
+    /// A client for one command's calls, connected to the first reachable
+    /// endpoint. Each call is bounded by `--timeout` (a blocking acquire or
+    /// a membership change adds its wait), and a transient failure is
+    /// retried once, with the same request id: on the leader a follower
+    /// named, else on the next endpoint. A command fails fast and says why;
+    /// retrying later is the caller's decision.
+    pub async fn client(&self) -> Result<Client, CliError> {
+        let options = ClientOptions {
+            call_timeout: self.timeout,
+            connect_timeout: self.timeout,
+            retry_budget: self.timeout,
+            retries_max: Some(1),
+            ..ClientOptions::default()
+        };
+        Ok(Client::connect_with(self.endpoints.split(','), options).await?)
+    }
+
+    /// A client for a lease kept alive until the command ends (`lock`,
+    /// `lease keepalive`): the library's own retry rules, which ride through
+    /// restarts and leader changes, each call bounded by `--timeout`.
+    pub async fn keeper_client(&self) -> Result<Client, CliError> {
+        let options = ClientOptions {
+            call_timeout: self.timeout,
+            ..ClientOptions::default()
+        };
+        Ok(Client::connect_with(self.endpoints.split(','), options).await?)
     }
 }
 
-/// The revision in a reply header (0 if the header is missing).
-pub fn revision(header: Option<&leasehold_proto::v1::ResponseHeader>) -> u64 {
-    header.map(|h| h.revision).unwrap_or(0)
+/// Validates a lock name given on the command line before anything is
+/// sent: an invalid one exits 2 naming the limit, as the server would.
+pub fn lock_name(raw: &str) -> Result<LockName, CliError> {
+    Ok(LockName::parse(raw).map_err(leasehold_client::Error::from)?)
+}
+
+/// The consistency a `--stale` flag asks for.
+pub fn consistency(stale: bool) -> Consistency {
+    if stale {
+        Consistency::Stale
+    } else {
+        Consistency::Linearizable
+    }
 }

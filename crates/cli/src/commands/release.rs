@@ -2,14 +2,11 @@
 //! (lease, token). A release of a lock that does not exist or is held under
 //! another token fails loudly (exit 4) and says which (docs/DESIGN.md §2.7).
 
-use super::{revision, Global};
-use crate::connect::request_id;
+use super::{lock_name, Global};
 use crate::error::CliError;
 use crate::output::print_json;
-use leasehold_proto::v1::lock_client::LockClient;
-use leasehold_proto::v1::ReleaseRequest;
+use leasehold_client::{LeaseId, Token};
 use serde_json::json;
-use std::time::Duration;
 
 /// `leasehold release`
 #[derive(clap::Args, Debug)]
@@ -29,25 +26,17 @@ pub struct ReleaseArgs {
 
 /// Runs `release`.
 pub async fn run(args: ReleaseArgs, global: &Global) -> Result<(), CliError> {
-    let mut conn = global.connect().await?;
-    let request = ReleaseRequest {
-        lease: args.lease,
-        name: args.name.clone(),
-        token: args.token,
-        request_id: request_id(),
-    };
-    let reply = conn
-        .call(Duration::ZERO, |ch| {
-            let request = request.clone();
-            async move { LockClient::new(ch).release(request).await }
-        })
+    let name = lock_name(&args.name)?;
+    let client = global.client().await?;
+    let revision = client
+        .release(LeaseId(args.lease), &name, Token(args.token))
         .await?;
     if args.json {
         print_json(&json!({
             "lock": args.name,
             "lease": args.lease,
             "token": args.token,
-            "revision": revision(reply.header.as_ref()),
+            "revision": revision.0,
         }));
     } else {
         println!("released {} (token {})", args.name, args.token);

@@ -5,11 +5,11 @@
 //! when it last heard from it (and, when the answering node leads, how far
 //! the log reached each member and how far behind it is).
 
-use super::member::{member_rows, members_json, status_of};
-use super::{revision, Global};
+use super::member::{member_rows, members_json};
+use super::Global;
 use crate::error::CliError;
 use crate::output::{print_json, table};
-use leasehold_proto::v1::{Member, StatusResponse};
+use leasehold_client::wire::{Member, StatusResponse};
 use serde_json::json;
 
 /// `leasehold status`
@@ -22,9 +22,9 @@ pub struct StatusArgs {
 
 /// Runs `status`.
 pub async fn run(args: StatusArgs, global: &Global) -> Result<(), CliError> {
-    let mut conn = global.connect().await?;
-    let s = status_of(&mut conn).await?;
-    let header_revision = revision(s.header.as_ref());
+    let client = global.client().await?;
+    let s = client.status().await?;
+    let header_revision = s.header.as_ref().map_or(0, |h| h.revision);
     // Only the leader tracks how far the log reached each member.
     let leader_view = s.state == "Leader";
     if args.json {

@@ -15,8 +15,6 @@ use super::Lease;
 use crate::error::Error;
 use crate::Client;
 use leasehold_core::LeaseId;
-use leasehold_proto::v1::lease_client::LeaseClient;
-use leasehold_proto::v1::KeepAliveRequest;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -58,21 +56,11 @@ impl KeepAliveBuilder {
     /// it in the background until the returned handle is dropped or the
     /// lease is lost.
     pub async fn start(self) -> Result<Lease, Error> {
-        let request = KeepAliveRequest {
-            lease: self.lease.0,
-            seq: 0,
-        };
         let clock = self.client.options().clock.clone();
         // The first attempt's send time: a retry renews no earlier.
         let sent = clock.now();
-        let reply = self
-            .client
-            .call("KeepAlive", Duration::ZERO, |channel| async move {
-                LeaseClient::new(channel).keep_alive(request).await
-            })
-            .await?;
-        let ttl = Duration::from_millis(reply.ttl_ms);
-        let timing = LeaseTiming::new(ttl, self.interval, self.margin)?;
+        let renewal = self.client.renew_lease(self.lease).await?;
+        let timing = LeaseTiming::new(renewal.ttl, self.interval, self.margin)?;
         let state = Arc::new(LeaseState::new(
             self.lease,
             clock,
@@ -80,7 +68,7 @@ impl KeepAliveBuilder {
             timing.ttl,
             timing.margin,
         ));
-        state.renewed(reply.header.map_or(0, |header| header.revision));
+        state.renewed(renewal.revision.0);
         Ok(Lease::start(
             self.client,
             state,

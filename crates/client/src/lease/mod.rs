@@ -33,8 +33,7 @@ use crate::options::Transport;
 use crate::session::SessionSlot;
 use crate::Client;
 use leasehold_core::LeaseId;
-use leasehold_proto::v1::lease_client::LeaseClient;
-use leasehold_proto::v1::{GrantRequest, KeepAliveRequest, RevokeRequest};
+use leasehold_proto::v1::KeepAliveRequest;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -148,19 +147,7 @@ impl Lease {
         let state = &self.inner.state;
         state.lose(LossCause::Revoked);
         self.inner.stop.cancel();
-        let request = RevokeRequest {
-            lease: state.id.0,
-            request_id: crate::request_id::new_request_id(),
-        };
-        let reply = self
-            .inner
-            .client
-            .call("Revoke", Duration::ZERO, |channel| {
-                let request = request.clone();
-                async move { LeaseClient::new(channel).revoke(request).await }
-            })
-            .await?;
-        Ok(reply.released)
+        self.inner.client.revoke_lease(state.id).await
     }
 
     /// Renews the lease once, now, and returns when the renewal is
@@ -280,24 +267,14 @@ impl LeaseBuilder {
     /// Grants the lease and starts renewing it.
     pub async fn grant(self) -> Result<Lease, Error> {
         let timing = LeaseTiming::new(self.ttl, self.interval, self.margin)?;
-        let request = GrantRequest {
-            ttl_ms: timing.ttl.as_millis() as u64,
-            owner: Some(crate::owner::owner_info(self.owner, self.labels)),
-            request_id: crate::request_id::new_request_id(),
-        };
+        let owner = crate::owner::owner_info(self.owner, self.labels);
         let clock = self.client.options().clock.clone();
         // The first attempt's send time: a retry may be answered with a
         // lease the first attempt created, which started no earlier.
         let sent = clock.now();
-        let reply = self
-            .client
-            .call("Grant", Duration::ZERO, |channel| {
-                let request = request.clone();
-                async move { LeaseClient::new(channel).grant(request).await }
-            })
-            .await?;
+        let granted = self.client.grant_lease(timing.ttl, owner).await?;
         let state = Arc::new(LeaseState::new(
-            LeaseId(reply.lease),
+            granted.lease,
             clock,
             sent,
             timing.ttl,

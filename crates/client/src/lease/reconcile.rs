@@ -5,12 +5,10 @@
 //! work nobody is doing.
 
 use super::LeaseInner;
+use crate::error::Error;
 use crate::release::send_release;
 use leasehold_core::{LockName, Token};
-use leasehold_proto::v1::lease_client::LeaseClient;
-use leasehold_proto::v1::GetLeaseRequest;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Counter: locks released because no guard knew of them.
 pub const ORPHANS_RELEASED_TOTAL: &str = "leasehold_client_orphans_released_total";
@@ -18,14 +16,10 @@ pub const ORPHANS_RELEASED_TOTAL: &str = "leasehold_client_orphans_released_tota
 /// One pass; failures are logged and asked for again.
 pub(crate) async fn run(lease: Arc<LeaseInner>) {
     let (client, state) = (&lease.client, &lease.state);
-    let request = GetLeaseRequest { lease: state.id.0 };
-    let info = client
-        .call("GetLease", Duration::ZERO, |channel| async move {
-            LeaseClient::new(channel).get(request).await
-        })
-        .await;
-    let held = match info {
-        Ok(reply) => reply.lease.map(|l| l.held).unwrap_or_default(),
+    let held = match client.lease_info(state.id).await {
+        Ok(info) => info.held,
+        // The lease is gone: it holds nothing left to release.
+        Err(Error::LeaseNotFound { .. }) => return,
         Err(error) => {
             tracing::info!(lease = %state.id, %error, "cannot reconcile yet");
             state.want_reconcile();

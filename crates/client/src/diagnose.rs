@@ -11,14 +11,16 @@
 //! key; waiters queued for many ttls are starving; and a server whose wall
 //! clock disagrees with ours shows misleading times (but never expires
 //! anything by wall time). Every verdict carries the evidence behind it.
+//!
+//! They live in the client library, not the command line, so every client
+//! (the `leasehold` command, a dashboard, a script in Rust) reaches the same
+//! verdicts from the same observations, without linking the server.
 
-use crate::duration;
-use crate::lock_view::{ms_between, owner_process_words};
-use crate::output::owner_human;
-use crate::wall_time;
-use leasehold_client::OwnerProcess;
+use crate::show::{self, ms_between};
+use crate::wire::{FailedRelease, LockInfo, OwnerInfo};
+use crate::OwnerProcess;
 use leasehold_core::nearby::looks_alike;
-use leasehold_proto::v1::{FailedRelease, LockInfo, OwnerInfo};
+use leasehold_core::LockName;
 
 /// A diagnosis, most specific first: a lock gets the first that applies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -94,9 +96,11 @@ pub struct Diagnosis {
     pub evidence: Vec<String>,
     /// What an operator can do about it.
     pub advice: String,
-    /// The holder seen in the second sample, if any.
+    /// The holder's token in the second sample, if the lock was held.
     pub token: Option<u64>,
+    /// The holder's lease in the second sample.
     pub lease: Option<u64>,
+    /// The holder's owner name in the second sample.
     pub owner: Option<String>,
 }
 
@@ -131,8 +135,8 @@ pub fn classify(
             holder.lease,
             holder.token,
             if holder.fenced { " (fenced)" } else { "" },
-            owner_human(&owner),
-            duration::approx(holder.held_ms),
+            show::owner(&owner),
+            show::approx(holder.held_ms),
         ));
         let found = [
             wrong_key(seen, failed),
@@ -150,7 +154,7 @@ pub fn classify(
     } else if lock.lock_delay_remaining_ms > 0 {
         evidence.push(format!(
             "free, in its lock delay for {} more",
-            duration::approx(lock.lock_delay_remaining_ms)
+            show::approx(lock.lock_delay_remaining_ms)
         ));
     } else {
         evidence.push("free".into());
@@ -203,7 +207,7 @@ fn wrong_key(seen: &Observed, failed: &[FailedRelease]) -> Found {
         "{who} tried to release {:?} (token {}) {} ago and was told: {}; it holds {:?} (token {}): the release went to the wrong key",
         miss.name,
         miss.token,
-        duration::approx(ms_between(miss.at_unix_ms, seen.now_unix_ms)),
+        show::approx(ms_between(miss.at_unix_ms, seen.now_unix_ms)),
         miss.error,
         lock.name,
         holder.token,
@@ -222,10 +226,10 @@ fn owner_gone(owner: &OwnerInfo, process: &dyn Fn(&OwnerInfo) -> OwnerProcess) -
         owner.owner,
         owner.host,
         owner.pid,
-        wall_time::local(owner.process_start_unix_ms as i64)
+        show::local_time(owner.process_start_unix_ms as i64)
     );
     let process = process(owner);
-    let fact = format!("{who}: {}", owner_process_words(owner, &process));
+    let fact = format!("{who}: {}", process.describe(owner));
     if matches!(process, OwnerProcess::Running | OwnerProcess::OtherHost) {
         return Some((None, vec![fact], String::new()));
     }
@@ -238,7 +242,7 @@ fn owner_gone(owner: &OwnerInfo, process: &dyn Fn(&OwnerInfo) -> OwnerProcess) -
 fn renewal(seen: &Observed, token: u64) -> Found {
     let second = seen.second.holder.as_ref()?;
     let first = seen.first.and_then(|l| l.holder.as_ref());
-    let elapsed = duration::approx(seen.elapsed_ms);
+    let elapsed = show::approx(seen.elapsed_ms);
     let Some(first) = first.filter(|f| f.token == token && f.lease == second.lease) else {
         let before = first.map_or("free".to_owned(), |f| format!("token {}", f.token));
         return Some((
@@ -251,9 +255,9 @@ fn renewal(seen: &Observed, token: u64) -> Found {
     };
     let countdown = format!(
         "lease countdown {} → {} of {}",
-        duration::approx(first.lease_remaining_ms),
-        duration::approx(second.lease_remaining_ms),
-        duration::human(second.lease_ttl_ms)
+        show::approx(first.lease_remaining_ms),
+        show::approx(second.lease_remaining_ms),
+        show::human(second.lease_ttl_ms)
     );
     if second.renewals > first.renewals {
         // Where the deadline went: remaining now + time passed − remaining then.
@@ -264,7 +268,7 @@ fn renewal(seen: &Observed, token: u64) -> Found {
             second.renewals - first.renewals,
             first.renewals,
             second.renewals,
-            duration::approx(moved_ms)
+            show::approx(moved_ms)
         );
         return Some((None, vec![fact], String::new()));
     }
@@ -272,8 +276,8 @@ fn renewal(seen: &Observed, token: u64) -> Found {
     if seen.elapsed_ms < expected_interval_ms {
         let fact = format!(
             "not renewed in {elapsed}, which is shorter than its usual renewal interval (ttl/3 = {}): inconclusive; run with --interval {}",
-            duration::approx(expected_interval_ms),
-            duration::human(expected_interval_ms.div_ceil(1_000) * 1_000)
+            show::approx(expected_interval_ms),
+            show::human(expected_interval_ms.div_ceil(1_000) * 1_000)
         );
         return Some((None, vec![fact], String::new()));
     }
@@ -281,29 +285,29 @@ fn renewal(seen: &Observed, token: u64) -> Found {
         Some(waiter) => format!(
             "then lease {} owner {} gets it",
             waiter.lease,
-            waiter.owner.as_ref().map_or("-".into(), owner_human)
+            waiter.owner.as_ref().map_or("-".into(), show::owner)
         ),
         None => "nobody waits for it".to_owned(),
     };
     let delay = match second.lock_delay_ms {
         0 => String::new(),
-        ms => format!(" after a lock delay of {}", duration::human(ms)),
+        ms => format!(" after a lock delay of {}", show::human(ms)),
     };
     let facts = vec![
         format!(
             "not renewed in {elapsed} (renewals {} → {}, last renewal {} ago): {countdown}; the deadline did not move (a static countdown)",
             first.renewals,
             second.renewals,
-            duration::approx(ms_between(second.lease_renewed_unix_ms, seen.now_unix_ms))
+            show::approx(ms_between(second.lease_renewed_unix_ms, seen.now_unix_ms))
         ),
         format!(
             "will expire in {}; {next}{delay}",
-            duration::approx(second.lease_remaining_ms)
+            show::approx(second.lease_remaining_ms)
         ),
     ];
     let advice = format!(
         "nothing renews it: it frees itself in {}; to free it now, `leasehold force-release {} --token {token} --reason ...`",
-        duration::approx(second.lease_remaining_ms),
+        show::approx(second.lease_remaining_ms),
         seen.second.name
     );
     Some((Some(Verdict::Orphaned), facts, advice))
@@ -318,8 +322,8 @@ fn past_work(lock: &LockInfo, limits: &Thresholds) -> Found {
     let p99 = lock.prefix_hold_p99_ms;
     let usual = format!(
         "holds under {:?} usually end within {} (p99 of the last {})",
-        leasehold_server::hold_stats::prefix_of(&lock.name),
-        duration::approx(p99),
+        LockName::prefix_of(&lock.name),
+        show::approx(p99),
         lock.prefix_holds
     );
     let past = holder.held_ms > p99.saturating_mul(limits.past_work_factor)
@@ -329,7 +333,7 @@ fn past_work(lock: &LockInfo, limits: &Thresholds) -> Found {
     }
     let fact = format!(
         "held for {} and still renewed ({} renewals), {}× the usual; {usual}",
-        duration::approx(holder.held_ms),
+        show::approx(holder.held_ms),
         holder.renewals,
         holder.held_ms / p99.max(1)
     );
@@ -351,10 +355,10 @@ fn starving(seen: &Observed, limits: &Thresholds) -> Option<(Vec<String>, String
         "{} waiter(s); the head, lease {} owner {}, has waited {}, more than {} × the holder's ttl {}",
         lock.waiters.len(),
         head.lease,
-        head.owner.as_ref().map_or("-".into(), owner_human),
-        duration::approx(waited),
+        head.owner.as_ref().map_or("-".into(), show::owner),
+        show::approx(waited),
         limits.starve_ttls,
-        duration::human(holder.lease_ttl_ms)
+        show::human(holder.lease_ttl_ms)
     );
     let advice = "the holder keeps the lock while others wait: check it is making progress; bound holds with --max-hold, or split the lock".to_owned();
     Some((vec![fact], advice))
@@ -381,8 +385,8 @@ pub fn clock_skew(
         evidence: vec![
             format!(
                 "node {node_id}'s wall clock is {} {direction} this host's (±{uncertainty_ms}ms), more than the {} allowed",
-                duration::approx(offset_ms.unsigned_abs()),
-                duration::approx(limits.max_skew_ms)
+                show::approx(offset_ms.unsigned_abs()),
+                show::approx(limits.max_skew_ms)
             ),
             "reported only: no lease expiry uses wall time, but times shown (acquired at, last renewal) are off by that much".into(),
         ],

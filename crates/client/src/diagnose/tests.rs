@@ -1,8 +1,8 @@
 //! Each verdict from hand-made observations; the real-process scenarios are
-//! in `tests/t140_diagnose.rs`.
+//! in the `leasehold` command's `tests/t140_diagnose.rs`.
 
 use super::*;
-use leasehold_proto::v1::{Holder, Waiter};
+use crate::wire::{Holder, Waiter};
 
 const NOW: i64 = 1_800_000_000_000;
 
