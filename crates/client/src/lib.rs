@@ -90,9 +90,9 @@ mod options;
 mod owner;
 mod release;
 mod request_id;
+mod session;
 pub mod show;
 pub mod wire;
-mod session;
 mod with_lock;
 
 pub use acquire::{LockOptions, LockRequest};

@@ -52,7 +52,24 @@ impl Client {
                 async move { FencedStoreClient::new(channel).put(request).await }
             })
             .await
-            .map_err(|error| error.about(lock.as_str()).presented(None, token))?;
+            .map_err(
+                |error| match error.about(lock.as_str()).presented(None, token) {
+                    Error::StaleToken {
+                        lock,
+                        presented,
+                        highest,
+                        message,
+                        ..
+                    } => Error::StaleToken {
+                        key: key.to_string(),
+                        lock,
+                        presented,
+                        highest,
+                        message,
+                    },
+                    other => other,
+                },
+            )?;
         Ok(revision(reply.header.as_ref()))
     }
 

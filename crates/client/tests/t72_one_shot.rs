@@ -6,13 +6,11 @@
 //! and its incident record, events (remembered and followed), status and
 //! membership; and a retry cap makes a call give up after one more try.
 
-mod common;
-
-use common::{within, Proxy, TestServer};
 use leasehold_client::{
     owner_info, Client, ClientOptions, Consistency, Error, EventsQuery, FencedKey, ForceRelease,
     LeaseId, LockName, LockOptions, Token,
 };
+use leasehold_testkit::{within, Proxy, TestServer};
 use std::time::Duration;
 use tokio::time::Instant;
 
