@@ -25,7 +25,7 @@ async fn await_waiters(server: &TestServer, name: &str, expected: &[u64]) {
         let waiters = server.lock(name).await.waiters;
         waiters.iter().map(|w| w.lease).collect::<Vec<_>>() == expected
     })
-    .await
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
