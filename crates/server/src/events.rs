@@ -10,6 +10,9 @@
 //! replicated state: a restarted node remembers the events of the entries it
 //! re-applied since its latest snapshot.
 
+use crate::sinks::telemetry::{force_detail, free_cause_label};
+use crate::sinks::{Freed, Refusal};
+use leasehold_core::{FreeCause, LeaseId, LockError, LockName, Token};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use tokio::sync::broadcast;
@@ -84,6 +87,127 @@ pub struct LockEvent {
     pub highest_token: u64,
     /// A refused fenced put: the lock whose holder wrote the highest token.
     pub highest_lock: String,
+}
+
+/// The log position and proposer's time of the command an event comes from.
+#[derive(Clone, Copy, Debug)]
+pub struct Stamp {
+    /// The revision after the command.
+    pub revision: u64,
+    /// The proposer's wall time, Unix ms.
+    pub at_unix_ms: u64,
+}
+
+impl LockEvent {
+    /// An event of `kind` about `name` and `lease` at `at` (token and detail
+    /// left for the caller to fill in where they apply).
+    fn new(at: Stamp, kind: EventKind, name: &LockName, lease: LeaseId, owner: &str) -> LockEvent {
+        LockEvent {
+            kind,
+            lock: name.to_string(),
+            lease: lease.0,
+            owner: owner.to_owned(),
+            token: 0,
+            revision: at.revision,
+            at_unix_ms: at.at_unix_ms,
+            detail: String::new(),
+            key: String::new(),
+            highest_token: 0,
+            highest_lock: String::new(),
+        }
+    }
+}
+
+/// The event a lock free is: its kind and, unless the kind says it all,
+/// how it ended.
+pub fn freed_kind_and_detail(freed: &Freed) -> (EventKind, String) {
+    match (freed.forced, freed.cause) {
+        (Some(by), _) => (EventKind::ForceReleased, force_detail(by)),
+        (None, FreeCause::Released) => (EventKind::Released, String::new()),
+        (None, FreeCause::LeaseExpired) => (EventKind::Expired, String::new()),
+        (None, FreeCause::LeaseRevoked) => (EventKind::Released, cause_words(freed.cause)),
+        (None, FreeCause::MaxHoldExceeded) => (EventKind::Expired, cause_words(freed.cause)),
+    }
+}
+
+/// `lease revoked`, `max hold exceeded`.
+fn cause_words(cause: FreeCause) -> String {
+    free_cause_label(cause).replace('_', " ")
+}
+
+/// The event sink: what the hub routes here becomes a [`LockEvent`].
+impl EventLog {
+    /// `lease` (of `owner`) got `name` under `token`.
+    pub fn lock_granted(
+        &self,
+        at: Stamp,
+        name: &LockName,
+        lease: LeaseId,
+        owner: &str,
+        token: Token,
+        from_queue: bool,
+    ) {
+        let mut event = LockEvent::new(at, EventKind::Acquired, name, lease, owner);
+        event.token = token.0;
+        if from_queue {
+            event.detail = "granted from the queue".into();
+        }
+        self.record(event);
+    }
+
+    /// A lock was freed.
+    pub fn lock_freed(&self, at: Stamp, freed: &Freed) {
+        let (kind, detail) = freed_kind_and_detail(freed);
+        let mut event = LockEvent::new(at, kind, freed.name, freed.lease, freed.owner);
+        event.token = freed.token.0;
+        event.detail = detail;
+        self.record(event);
+    }
+
+    /// A queued acquire's wait ran out.
+    pub fn waiter_timed_out(&self, at: Stamp, name: &LockName, lease: LeaseId, owner: &str) {
+        self.record(LockEvent::new(
+            at,
+            EventKind::WaiterTimedOut,
+            name,
+            lease,
+            owner,
+        ));
+    }
+
+    /// A release was refused with `error`.
+    pub fn release_failed(
+        &self,
+        at: Stamp,
+        name: &LockName,
+        lease: LeaseId,
+        owner: &str,
+        token: Token,
+        error: &LockError,
+    ) {
+        let mut event = LockEvent::new(at, EventKind::ReleaseFailed, name, lease, owner);
+        event.token = token.0;
+        event.detail = error.to_string();
+        self.record(event);
+    }
+
+    /// A fenced put was refused: the key, the writer and the key's highest
+    /// token, so a stale writer leaves a trace.
+    pub fn fenced_put_refused(&self, at: Stamp, refusal: &Refusal) {
+        let mut event = LockEvent::new(
+            at,
+            EventKind::FencedPutRefused,
+            refusal.lock,
+            refusal.lease,
+            refusal.owner,
+        );
+        event.token = refusal.presented.0;
+        event.key = refusal.key.to_string();
+        event.highest_token = refusal.highest_token;
+        event.highest_lock = refusal.highest_lock.to_owned();
+        event.detail = refusal.error.to_string();
+        self.record(event);
+    }
 }
 
 /// Recent events, and a channel for new ones.

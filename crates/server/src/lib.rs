@@ -44,6 +44,7 @@ pub mod proposer;
 pub mod raft;
 mod reflection;
 mod serve;
+pub mod sinks;
 pub mod storage;
 pub mod timers;
 pub mod waiters;

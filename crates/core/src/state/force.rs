@@ -14,7 +14,7 @@
 //! remembered, bounded by `FORCE_RELEASES_REMEMBERED`.
 
 use super::State;
-use crate::outcome::FreeCause;
+use crate::outcome::{ForcedBy, FreeCause};
 use crate::{command, limits, nearby, Effect, LeaseId, LockError, LockName, Outcome, Reply, Token};
 use serde::{Deserialize, Serialize};
 
@@ -96,9 +96,13 @@ impl State {
             vec![f.name.clone()]
         };
         assert!(released.contains(&f.name), "the named lock was not freed");
+        let by = ForcedBy {
+            caller: f.caller.clone(),
+            reason: f.reason.clone(),
+        };
         for effect in &mut effects[first_effect..] {
             if let Effect::LockFreed { forced, .. } = effect {
-                *forced = true;
+                *forced = Some(by.clone());
             }
         }
         self.remember_force_release(ForceReleaseRecord {

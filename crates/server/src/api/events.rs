@@ -48,7 +48,7 @@ impl Watch for WatchApi {
     ) -> Result<Response<Self::EventsStream>, Status> {
         let request = request.into_inner();
         check_events_request(&request)?;
-        Ok(Response::new(spawn(&self.node.hub.events, request)))
+        Ok(Response::new(spawn(&self.node.sinks.events, request)))
     }
 }
 

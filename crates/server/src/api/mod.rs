@@ -25,14 +25,12 @@ pub use lease::LeaseApi;
 pub use lock::LockApi;
 
 use crate::clock::wall_unix_ms;
-use crate::hub::ApplyHub;
 use crate::identity::Identity;
 use crate::proposer::{ProposeError, Proposer};
 use crate::raft::quorum::QuorumMonitor;
 use crate::raft::types::Raft;
+use crate::sinks::Sinks;
 use crate::storage::SharedState;
-use crate::timers::Timers;
-use crate::waiters::Waiters;
 use leasehold_core::{limits, Applied, Command, LockError, Outcome, Revision};
 use leasehold_proto::v1::ResponseHeader;
 use openraft::error::{CheckIsLeaderError, RaftError};
@@ -50,13 +48,10 @@ pub struct Node {
     pub quorum: Arc<QuorumMonitor>,
     /// The applied state, for reads.
     pub state: SharedState,
-    /// Blocked acquires.
-    pub waiters: Arc<Waiters>,
-    /// Lease deadlines (for remaining time in replies).
-    pub timers: Arc<Timers>,
-    /// Applied effects: recent events and their followers, hold times by
-    /// prefix, how long each holder has held its lock.
-    pub hub: Arc<ApplyHub>,
+    /// What applied effects feed: blocked acquires, deadlines (remaining
+    /// times in replies), holders' hold times, events, hold statistics by
+    /// prefix, ended holds.
+    pub sinks: Sinks,
     /// The cluster this node belongs to (status, and probing new members).
     pub identity: Arc<Identity>,
 }

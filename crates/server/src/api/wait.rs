@@ -43,8 +43,8 @@ pub struct QueuedWait {
 impl QueuedWait {
     /// Registers interest in the grant of `name` to `lease` for `wait_ms`.
     pub fn register(node: Arc<Node>, name: LockName, lease: LeaseId, wait_ms: u64) -> QueuedWait {
-        let receiver = node.waiters.register(name.clone(), lease);
-        let started = node.timers.now();
+        let receiver = node.sinks.waiters.register(name.clone(), lease);
+        let started = node.sinks.timers.now();
         QueuedWait {
             node,
             name,
@@ -92,6 +92,7 @@ impl QueuedWait {
         let result = tokio::time::timeout_at(bound, receiver).await;
         let waited_ms = self
             .node
+            .sinks
             .timers
             .now()
             .saturating_duration_since(self.started)
@@ -143,7 +144,10 @@ impl QueuedWait {
 impl Drop for QueuedWait {
     fn drop(&mut self) {
         drop(self.receiver.take());
-        self.node.waiters.forget_closed(&self.name, self.lease);
+        self.node
+            .sinks
+            .waiters
+            .forget_closed(&self.name, self.lease);
         if self.finished {
             return;
         }
