@@ -170,3 +170,86 @@ impl ApplyListener for ApplyHub {
         self.sinks.timers.rebuild(state);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::events::EventKind;
+    use leasehold_core::{ForcedBy, LockName, Reply, Revision, Token};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    fn applied(revision: u64, effects: Vec<Effect>) -> Applied {
+        Applied {
+            revision: Revision(revision),
+            outcome: Ok(Reply::TimerApplied),
+            effects,
+        }
+    }
+
+    /// The sinks act on the effects alone: the state handed over is empty,
+    /// yet the events name the owner, the forced free says who and why,
+    /// the holder hears of it, and only the holder's own release is filed
+    /// as a hold time.
+    #[test]
+    fn sinks_act_on_what_the_effects_carry() {
+        let clock = Arc::new(ManualClock::starting_now());
+        let sinks = Sinks::new(clock.clone(), Duration::ZERO);
+        let hub = ApplyHub::new(sinks.clone());
+        let (name, lease, owner) = (LockName::parse("jobs/a").unwrap(), LeaseId(1), "alice");
+        let granted = |token| Effect::LockGranted {
+            name: name.clone(),
+            lease,
+            token: Token(token),
+            from_queue: false,
+            max_hold_ms: 0,
+            owner: owner.into(),
+        };
+        let freed = |token, forced| Effect::LockFreed {
+            name: name.clone(),
+            lease,
+            token: Token(token),
+            cause: FreeCause::Released,
+            forced,
+            owner: owner.into(),
+        };
+        let empty = State::default();
+        hub.applied(&empty, 1, 7, &[applied(2, vec![granted(2)])]);
+        clock.advance(Duration::from_millis(300));
+        assert_eq!(
+            sinks.holders.held_for(Token(2)),
+            Some(Duration::from_millis(300))
+        );
+        hub.applied(&empty, 2, 8, &[applied(3, vec![freed(2, None)])]);
+        hub.applied(&empty, 3, 9, &[applied(4, vec![granted(4)])]);
+        let by = ForcedBy {
+            caller: "ops".into(),
+            reason: "hung".into(),
+        };
+        hub.applied(&empty, 4, 10, &[applied(5, vec![freed(4, Some(by))])]);
+
+        let events = sinks.events.recent("", 10);
+        let kinds: Vec<_> = events.iter().map(|e| (e.kind, e.token)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (EventKind::Acquired, 2),
+                (EventKind::Released, 2),
+                (EventKind::Acquired, 4),
+                (EventKind::ForceReleased, 4)
+            ]
+        );
+        assert!(events.iter().all(|e| e.owner == owner));
+        assert_eq!(events[3].detail, "by ops: hung");
+        let ended = sinks.ended.of(lease);
+        assert_eq!(ended.len(), 1);
+        assert_eq!(ended[0].how, "force-released by ops: hung");
+        let filed = sinks
+            .holds
+            .summary("jobs/a")
+            .expect("the release was filed");
+        assert_eq!(filed.holds, 1, "the forced free is not a hold time");
+        assert_eq!(sinks.holders.held_for(Token(4)), None);
+    }
+}

@@ -290,3 +290,35 @@ fn reused_request_id(first: &Reply) -> ApiError {
          operation; send a new request id for each operation",
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_proposal_takes_only_its_own_reply() {
+        let name = LockName::parse("a").unwrap();
+        let release = Proposal::release(LeaseId(1), name.clone(), Token(2), None);
+        let acquired = Reply::Acquired {
+            token: Token(2),
+            already_held: false,
+        };
+        assert_eq!((release.reply)(acquired.clone()), Err(acquired.clone()));
+        assert_eq!((release.reply)(Reply::Released), Ok(()));
+        let cancel = Proposal::cancel_wait(LeaseId(1), name, true);
+        assert_eq!((cancel.reply)(acquired.clone()), Err(acquired));
+        let ended = Reply::WaitEnded {
+            holder_token: Some(Token(4)),
+        };
+        let expected = WaitEnded {
+            holder_token: Some(Token(4)),
+        };
+        assert_eq!((cancel.reply)(ended), Ok(expected));
+    }
+
+    #[test]
+    fn constructors_validate_what_the_command_validates() {
+        let too_short = Proposal::grant(0, OwnerInfo::default(), None).unwrap_err();
+        assert!(too_short.to_string().contains("TTL_MS_MIN"), "{too_short}");
+    }
+}
