@@ -54,4 +54,4 @@ pub use lock::{Holder, Lock, LockDelay, Waiter};
 pub use name::LockName;
 pub use outcome::{Applied, Effect, ForcedBy, FreeCause, Outcome, Reply, WaitEndCause};
 pub use reason::{Reason, UnknownReason};
-pub use state::{FailedRelease, ForceReleaseRecord, State};
+pub use state::{FailedRelease, ForceRelease, ForceReleaseRecord, State};

@@ -12,7 +12,7 @@
 
 use crate::sinks::telemetry::{force_detail, free_cause_label};
 use crate::sinks::{Freed, Refusal};
-use leasehold_core::{FreeCause, LeaseId, LockError, LockName, Token};
+use leasehold_core::{FreeCause, LeaseId, LockError, LockName};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use tokio::sync::broadcast;
@@ -98,19 +98,30 @@ pub struct Stamp {
     pub at_unix_ms: u64,
 }
 
+/// What an event is about: the lock, the lease and its owner, the token.
+pub struct About<'a> {
+    /// The lock.
+    pub name: &'a LockName,
+    /// The lease concerned, and its owner name.
+    pub lease: LeaseId,
+    pub owner: &'a str,
+    /// The token concerned (0 for a waiter).
+    pub token: u64,
+}
+
 impl LockEvent {
-    /// An event of `kind` about `name` and `lease` at `at` (token and detail
-    /// left for the caller to fill in where they apply).
-    fn new(at: Stamp, kind: EventKind, name: &LockName, lease: LeaseId, owner: &str) -> LockEvent {
+    /// An event of `kind` at `at` about `about`, with `detail` (fields of
+    /// refused fenced puts left empty).
+    fn new(at: Stamp, kind: EventKind, about: About, detail: String) -> LockEvent {
         LockEvent {
             kind,
-            lock: name.to_string(),
-            lease: lease.0,
-            owner: owner.to_owned(),
-            token: 0,
+            lock: about.name.to_string(),
+            lease: about.lease.0,
+            owner: about.owner.to_owned(),
+            token: about.token,
             revision: at.revision,
             at_unix_ms: at.at_unix_ms,
-            detail: String::new(),
+            detail,
             key: String::new(),
             highest_token: 0,
             highest_lock: String::new(),
@@ -137,75 +148,53 @@ fn cause_words(cause: FreeCause) -> String {
 
 /// The event sink: what the hub routes here becomes a [`LockEvent`].
 impl EventLog {
-    /// `lease` (of `owner`) got `name` under `token`.
-    pub fn lock_granted(
-        &self,
-        at: Stamp,
-        name: &LockName,
-        lease: LeaseId,
-        owner: &str,
-        token: Token,
-        from_queue: bool,
-    ) {
-        let mut event = LockEvent::new(at, EventKind::Acquired, name, lease, owner);
-        event.token = token.0;
-        if from_queue {
-            event.detail = "granted from the queue".into();
-        }
-        self.record(event);
+    /// A lease got a lock (`from_queue`: a waiter was granted).
+    pub fn lock_granted(&self, at: Stamp, about: About, from_queue: bool) {
+        let detail = match from_queue {
+            true => "granted from the queue".into(),
+            false => String::new(),
+        };
+        self.record(LockEvent::new(at, EventKind::Acquired, about, detail));
     }
 
     /// A lock was freed.
     pub fn lock_freed(&self, at: Stamp, freed: &Freed) {
         let (kind, detail) = freed_kind_and_detail(freed);
-        let mut event = LockEvent::new(at, kind, freed.name, freed.lease, freed.owner);
-        event.token = freed.token.0;
-        event.detail = detail;
-        self.record(event);
+        let about = About {
+            name: freed.name,
+            lease: freed.lease,
+            owner: freed.owner,
+            token: freed.token.0,
+        };
+        self.record(LockEvent::new(at, kind, about, detail));
     }
 
     /// A queued acquire's wait ran out.
-    pub fn waiter_timed_out(&self, at: Stamp, name: &LockName, lease: LeaseId, owner: &str) {
-        self.record(LockEvent::new(
-            at,
-            EventKind::WaiterTimedOut,
-            name,
-            lease,
-            owner,
-        ));
+    pub fn waiter_timed_out(&self, at: Stamp, about: About) {
+        let kind = EventKind::WaiterTimedOut;
+        self.record(LockEvent::new(at, kind, about, String::new()));
     }
 
     /// A release was refused with `error`.
-    pub fn release_failed(
-        &self,
-        at: Stamp,
-        name: &LockName,
-        lease: LeaseId,
-        owner: &str,
-        token: Token,
-        error: &LockError,
-    ) {
-        let mut event = LockEvent::new(at, EventKind::ReleaseFailed, name, lease, owner);
-        event.token = token.0;
-        event.detail = error.to_string();
-        self.record(event);
+    pub fn release_failed(&self, at: Stamp, about: About, error: &LockError) {
+        let kind = EventKind::ReleaseFailed;
+        self.record(LockEvent::new(at, kind, about, error.to_string()));
     }
 
     /// A fenced put was refused: the key, the writer and the key's highest
     /// token, so a stale writer leaves a trace.
     pub fn fenced_put_refused(&self, at: Stamp, refusal: &Refusal) {
-        let mut event = LockEvent::new(
-            at,
-            EventKind::FencedPutRefused,
-            refusal.lock,
-            refusal.lease,
-            refusal.owner,
-        );
-        event.token = refusal.presented.0;
+        let about = About {
+            name: refusal.lock,
+            lease: refusal.lease,
+            owner: refusal.owner,
+            token: refusal.presented.0,
+        };
+        let detail = refusal.error.to_string();
+        let mut event = LockEvent::new(at, EventKind::FencedPutRefused, about, detail);
         event.key = refusal.key.to_string();
         event.highest_token = refusal.highest_token;
         event.highest_lock = refusal.highest_lock.to_owned();
-        event.detail = refusal.error.to_string();
         self.record(event);
     }
 }

@@ -4,11 +4,11 @@
 //! each effect carries what its sinks need, so nothing here reads the state
 //! (except [`ApplyListener::reset`], when a snapshot replaces it).
 
-use crate::events::Stamp;
+use crate::events::{About, Stamp};
 use crate::sinks::{telemetry, Freed, Refusal, Sinks};
 use crate::storage::ApplyListener;
 use crate::waiters::WaitResult;
-use leasehold_core::{Applied, Effect, FreeCause, LeaseId, State, WaitEndCause};
+use leasehold_core::{Applied, Effect, FreeCause, LeaseId, LockName, State, Token, WaitEndCause};
 
 /// Routes effects to the sinks.
 pub struct ApplyHub {
@@ -21,9 +21,11 @@ impl ApplyHub {
         ApplyHub { sinks }
     }
 
+    /// The table: each kind of effect, and the sinks that act on it.
     fn effect(&self, at: Stamp, effect: &Effect) {
         let sinks = &self.sinks;
-        // Every deadline effect arms or disarms a timer.
+        // Every deadline effect arms or disarms a timer; a keep-alive's
+        // margin comes back.
         let margin = sinks.timers.effect(effect);
         match effect {
             Effect::LeaseRenewed {
@@ -37,45 +39,8 @@ impl ApplyHub {
                 sinks.ended.lease_ended(*lease);
                 telemetry::lease_ended(*lease, *expired);
             }
-            Effect::LockGranted {
-                name,
-                lease,
-                token,
-                from_queue,
-                owner,
-                ..
-            } => {
-                if *from_queue {
-                    let granted = WaitResult::Granted(*token);
-                    if let Some(waited) = sinks.waiters.wake(name, *lease, granted) {
-                        telemetry::waited(waited);
-                    }
-                }
-                sinks.holders.granted(*token);
-                telemetry::lock_granted(name, *lease, owner, *token, *from_queue);
-                sinks
-                    .events
-                    .lock_granted(at, name, *lease, owner, *token, *from_queue);
-            }
-            Effect::LockFreed {
-                name,
-                lease,
-                token,
-                cause,
-                forced,
-                owner,
-            } => self.lock_freed(
-                at,
-                Freed {
-                    name,
-                    lease: *lease,
-                    owner,
-                    token: *token,
-                    cause: *cause,
-                    forced: forced.as_ref(),
-                    held_for: sinks.holders.freed(*token),
-                },
-            ),
+            Effect::LockGranted { .. } => self.lock_granted(at, effect),
+            Effect::LockFreed { .. } => self.lock_freed(at, effect),
             Effect::WaiterRemoved {
                 name,
                 lease,
@@ -86,53 +51,66 @@ impl ApplyHub {
                     .waiters
                     .wake(name, *lease, WaitResult::Removed(*cause));
                 if *cause == WaitEndCause::TimedOut {
-                    sinks.events.waiter_timed_out(at, name, *lease, owner);
+                    let about = about(name, *lease, owner, Token(0));
+                    sinks.events.waiter_timed_out(at, about);
                 }
             }
-            Effect::ReleaseFailed {
-                name,
-                lease,
-                token,
-                error,
-                owner,
-            } => {
-                // The lease is gone: its grant was logged with the owner,
-                // under the same lease and token.
-                let owner = owner.as_deref().unwrap_or("?");
-                telemetry::release_failed(name, *lease, owner, *token, error);
-                sinks
-                    .events
-                    .release_failed(at, name, *lease, owner, *token, error);
-            }
-            Effect::FencedPutRefused {
-                key,
-                lock,
-                lease,
-                owner,
-                presented,
-                highest,
-                highest_lock,
-                error,
-            } => {
-                let refusal = Refusal {
-                    key,
-                    lock,
-                    lease: lease.unwrap_or(LeaseId(0)),
-                    owner,
-                    presented: *presented,
-                    highest_token: highest.map_or(0, |t| t.0),
-                    highest_lock: highest_lock.as_ref().map_or("", |l| l.as_str()),
-                    error,
-                };
-                telemetry::fenced_put_refused(&refusal);
-                sinks.events.fenced_put_refused(at, &refusal);
-            }
+            Effect::ReleaseFailed { .. } => self.release_failed(at, effect),
+            Effect::FencedPutRefused { .. } => self.fenced_put_refused(at, effect),
             // Deadlines only: the timers took them above.
             Effect::LockDelayStarted { .. } | Effect::WaiterQueued { .. } => {}
         }
     }
 
-    fn lock_freed(&self, at: Stamp, freed: Freed) {
+    /// A grant: wake the waiter (timing its wait), date the hold, log it,
+    /// record it.
+    fn lock_granted(&self, at: Stamp, effect: &Effect) {
+        let Effect::LockGranted {
+            name,
+            lease,
+            token,
+            from_queue,
+            owner,
+            ..
+        } = effect
+        else {
+            return;
+        };
+        if *from_queue {
+            let granted = WaitResult::Granted(*token);
+            if let Some(waited) = self.sinks.waiters.wake(name, *lease, granted) {
+                telemetry::waited(waited);
+            }
+        }
+        self.sinks.holders.granted(*token);
+        telemetry::lock_granted(name, *lease, owner, *token, *from_queue);
+        let about = about(name, *lease, owner, *token);
+        self.sinks.events.lock_granted(at, about, *from_queue);
+    }
+
+    /// A free: end the hold's time, count and log it, file it by prefix
+    /// if its holder ended it, tell the holder if the server did, record it.
+    fn lock_freed(&self, at: Stamp, effect: &Effect) {
+        let Effect::LockFreed {
+            name,
+            lease,
+            token,
+            cause,
+            forced,
+            owner,
+        } = effect
+        else {
+            return;
+        };
+        let freed = Freed {
+            name,
+            lease: *lease,
+            owner,
+            token: *token,
+            cause: *cause,
+            forced: forced.as_ref(),
+            held_for: self.sinks.holders.freed(*token),
+        };
         telemetry::lock_freed(&freed);
         // Only holds their holder ended measure the work: an expiry's
         // includes the ttl after the holder died, a force release is an
@@ -140,12 +118,69 @@ impl ApplyHub {
         let holder_ended_it = matches!(freed.cause, FreeCause::Released | FreeCause::LeaseRevoked);
         if let Some(held_for) = freed
             .held_for
-            .filter(|_| holder_ended_it && freed.forced.is_none())
+            .filter(|_| holder_ended_it && forced.is_none())
         {
-            self.sinks.holds.record(freed.name.as_str(), held_for);
+            self.sinks.holds.record(name.as_str(), held_for);
         }
         self.sinks.ended.lock_freed(&freed);
         self.sinks.events.lock_freed(at, &freed);
+    }
+
+    fn release_failed(&self, at: Stamp, effect: &Effect) {
+        let Effect::ReleaseFailed {
+            name,
+            lease,
+            token,
+            error,
+            owner,
+        } = effect
+        else {
+            return;
+        };
+        // The lease is gone: its grant was logged with the owner, under
+        // the same lease and token.
+        let owner = owner.as_deref().unwrap_or("?");
+        telemetry::release_failed(name, *lease, owner, *token, error);
+        let about = about(name, *lease, owner, *token);
+        self.sinks.events.release_failed(at, about, error);
+    }
+
+    fn fenced_put_refused(&self, at: Stamp, effect: &Effect) {
+        let Effect::FencedPutRefused {
+            key,
+            lock,
+            lease,
+            owner,
+            presented,
+            highest,
+            highest_lock,
+            error,
+        } = effect
+        else {
+            return;
+        };
+        let refusal = Refusal {
+            key,
+            lock,
+            lease: lease.unwrap_or(LeaseId(0)),
+            owner,
+            presented: *presented,
+            highest_token: highest.map_or(0, |t| t.0),
+            highest_lock: highest_lock.as_ref().map_or("", |l| l.as_str()),
+            error,
+        };
+        telemetry::fenced_put_refused(&refusal);
+        self.sinks.events.fenced_put_refused(at, &refusal);
+    }
+}
+
+/// What an event is about.
+fn about<'a>(name: &'a LockName, lease: LeaseId, owner: &'a str, token: Token) -> About<'a> {
+    About {
+        name,
+        lease,
+        owner,
+        token: token.0,
     }
 }
 
@@ -176,7 +211,7 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::events::EventKind;
-    use leasehold_core::{ForcedBy, LockName, Reply, Revision, Token};
+    use leasehold_core::{ForcedBy, Reply, Revision};
     use std::sync::Arc;
     use std::time::Duration;
 

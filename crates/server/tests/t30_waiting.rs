@@ -3,10 +3,10 @@
 //! next waiter is granted instead of a ghost. The deadline is the lessor's:
 //! the leader's timer ends the wait, not the caller's own backstop.
 
-use leasehold_testkit::grpc::{acquire, acquire_now, grant, reason, release};
-use leasehold_testkit::{eventually, TestServer};
 use leasehold_proto::v1::lock_client::LockClient;
 use leasehold_proto::v1::AcquireRequest;
+use leasehold_testkit::grpc::{acquire, acquire_now, grant, reason, release};
+use leasehold_testkit::{eventually, TestServer};
 use std::time::{Duration, Instant};
 use tonic::transport::Channel;
 

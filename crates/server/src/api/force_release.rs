@@ -4,15 +4,15 @@
 //! the named token still holds the lock and whether an unfenced holder may
 //! be freed; the handler only logs what an operator did.
 
-use super::propose::{Force, ForceReleased, Proposal};
+use super::propose::{ForceReleased, Proposal};
 use super::{check_request_size, ApiError, Node};
-use leasehold_core::{Command, LockName, Token};
+use leasehold_core::{Command, ForceRelease, LockName, Token};
 use leasehold_proto::v1::{ForceReleaseRequest, ForceReleaseResponse};
 
 /// Validates a force release and turns it into the proposal.
 fn parse(request: ForceReleaseRequest) -> Result<Proposal<ForceReleased>, ApiError> {
     check_request_size(&request)?;
-    Ok(Proposal::force_release(Force {
+    Ok(Proposal::force_release(ForceRelease {
         name: LockName::parse(&request.name)?,
         expected_token: Token(request.expected_token),
         reason: request.reason,

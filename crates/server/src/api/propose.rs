@@ -10,8 +10,8 @@
 
 use super::{ApiError, Node};
 use leasehold_core::{
-    Acquire, Command, FencedKey, LeaseId, LockError, LockName, OwnerInfo, Reply, RequestId,
-    Revision, Token,
+    Acquire, Command, FencedKey, ForceRelease, LeaseId, LockError, LockName, OwnerInfo, Reply,
+    RequestId, Revision, Token,
 };
 
 /// A command and the reply it has.
@@ -221,33 +221,10 @@ impl Proposal<Token> {
     }
 }
 
-/// The arguments of a force release.
-pub struct Force {
-    /// The lock.
-    pub name: LockName,
-    /// The token the operator saw holding it: a newer holder is left alone.
-    pub expected_token: Token,
-    /// Why (kept in the incident record).
-    pub reason: String,
-    /// Who asked.
-    pub caller: String,
-    /// Free a holder that did not declare fencing.
-    pub allow_unfenced: bool,
-    /// Revoke the holder's whole lease.
-    pub revoke_lease: bool,
-}
-
 impl Proposal<ForceReleased> {
     /// Free a lock from its holder (validated: reason and caller).
-    pub fn force_release(force: Force) -> Result<Self, LockError> {
-        let command = Command::ForceRelease {
-            name: force.name,
-            expected_token: force.expected_token,
-            reason: force.reason,
-            caller: force.caller,
-            allow_unfenced: force.allow_unfenced,
-            revoke_lease: force.revoke_lease,
-        };
+    pub fn force_release(force: ForceRelease) -> Result<Self, LockError> {
+        let command = Command::from(force);
         command.validate()?;
         Ok(Proposal {
             command,
