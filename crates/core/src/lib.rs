@@ -52,6 +52,6 @@ pub use lease::Lease;
 pub use limits::Limit;
 pub use lock::{Holder, Lock, LockDelay, Waiter};
 pub use name::LockName;
-pub use outcome::{Applied, Effect, FreeCause, Outcome, Reply, WaitEndCause};
+pub use outcome::{Applied, Effect, ForcedBy, FreeCause, Outcome, Reply, WaitEndCause};
 pub use reason::{Reason, UnknownReason};
-pub use state::{FailedRelease, ForceReleaseRecord, State};
+pub use state::{FailedRelease, ForceRelease, ForceReleaseRecord, State};

@@ -75,12 +75,36 @@ pub enum WaitEndCause {
     LeaseExpired,
 }
 
+/// Who forced a lock free, and why (from the force release command), for
+/// the event log and the holder's next keep-alive reply.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForcedBy {
+    /// The operator (or tool) that asked.
+    pub caller: String,
+    /// The reason they gave.
+    pub reason: String,
+}
+
 /// A side effect of applying a command, for the server's waiter registry,
-/// timer layer, metrics and event log.
+/// timer layer, metrics and event log. Each carries what those sinks need
+/// (owner names, renewal counts, who forced a release), so no sink reads
+/// the state back. Effects are never stored (the log holds commands, a
+/// snapshot holds the state, the dedup memory holds [`Reply`]s): their
+/// shape may change freely.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Effect {
     /// A lease was granted or renewed: (re)arm its expiry timer at apply time + ttl.
-    LeaseRenewed { lease: LeaseId, ttl_ms: u64 },
+    LeaseRenewed {
+        lease: LeaseId,
+        ttl_ms: u64,
+        /// Renewals so far (0 at the grant): a timer armed for an older
+        /// count is stale.
+        renewals: u64,
+        /// The lease's owner name, for the renewal log.
+        owner: String,
+        /// The locks the lease holds and their tokens, for the renewal log.
+        held: Vec<(LockName, Token)>,
+    },
     /// A lease is gone (revoked or expired): disarm its timer.
     LeaseEnded { lease: LeaseId, expired: bool },
     /// `lease` now holds `name` under `token`. `from_queue`: a waiter was
@@ -91,6 +115,8 @@ pub enum Effect {
         token: Token,
         from_queue: bool,
         max_hold_ms: u64,
+        /// The lease's owner name, for the log and the event.
+        owner: String,
     },
     /// The holder `lease` with `token` stopped holding `name`.
     LockFreed {
@@ -102,13 +128,17 @@ pub enum Effect {
         cause: FreeCause,
         /// An operator's force release freed it (break-glass), so metrics
         /// and the event log can count it apart from holders' own releases.
-        forced: bool,
+        forced: Option<ForcedBy>,
+        /// The holder's owner name, for the log and the event.
+        owner: String,
     },
     /// A waiter left the queue without a grant (wake it with an error).
     WaiterRemoved {
         name: LockName,
         lease: LeaseId,
         cause: WaitEndCause,
+        /// The waiting lease's owner name, for the event.
+        owner: String,
     },
     /// A release was refused (no such lock, not the holder, lease gone):
     /// remembered in [`crate::State::failed_releases`] and reported as an event.
@@ -118,6 +148,8 @@ pub enum Effect {
         token: Token,
         /// The error the caller was told.
         error: LockError,
+        /// The lease's owner name; `None` if the lease is gone.
+        owner: Option<String>,
     },
     /// A fenced put was refused (stale token, not the holder, no such lock,
     /// a store limit): reported as an event and a warning, so a stale
@@ -129,6 +161,8 @@ pub enum Effect {
         lock: LockName,
         /// The writer's lease, when its token is the lock's current holder's.
         lease: Option<LeaseId>,
+        /// That lease's owner name (empty without a lease).
+        owner: String,
         /// The token the writer presented.
         presented: Token,
         /// The key's highest token and the lock that wrote it, if the key
@@ -147,8 +181,7 @@ pub enum Effect {
     },
     /// `lease` joined the queue of `name`, waiting at most `wait_ms`: arm a
     /// timer that proposes `CancelWait { timed_out: true }` when the wait
-    /// runs out (every node arms it, so a new leader knows it). Appended
-    /// last so that the variants before it keep their encoding.
+    /// runs out (every node arms it, so a new leader knows it).
     WaiterQueued {
         name: LockName,
         lease: LeaseId,

@@ -38,7 +38,7 @@ use crate::{
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-pub use force::ForceReleaseRecord;
+pub use force::{ForceRelease, ForceReleaseRecord};
 
 /// A release that failed, remembered for diagnosis (releases sent to the
 /// wrong key or with a stale token are a classic incident).

@@ -313,7 +313,10 @@ fn check_force_release(before: &State, after: &State, command: &Command, applied
         .iter()
         .filter_map(|e| match e {
             Effect::LockFreed { name, forced, .. } => {
-                assert!(forced, "a force release's free is not marked forced");
+                assert!(
+                    forced.is_some(),
+                    "a force release's free is not marked forced"
+                );
                 Some(name)
             }
             _ => None,

@@ -13,7 +13,10 @@
 //! restart the reply still lists what is held, so a loss is still seen; only
 //! the "how" falls back to a plainer sentence.
 
+use crate::events::freed_kind_and_detail;
+use crate::sinks::Freed;
 use leasehold_core::limits::ENDED_HOLDS_REMEMBERED;
+use leasehold_core::FreeCause;
 use leasehold_core::{LeaseId, LockName, Token};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,6 +45,32 @@ pub struct EndedHolds {
 }
 
 impl EndedHolds {
+    /// A lock was freed: remembered if the server ended the hold while its
+    /// lease lives on (a force release of that one lock, or its max hold),
+    /// so the holder hears of it from its next keep-alive reply.
+    pub fn lock_freed(&self, freed: &Freed) {
+        let lease_lives = matches!(
+            freed.cause,
+            FreeCause::Released | FreeCause::MaxHoldExceeded
+        );
+        let server_ended = freed.forced.is_some() || freed.cause == FreeCause::MaxHoldExceeded;
+        if !(lease_lives && server_ended) {
+            return;
+        }
+        let (kind, detail) = freed_kind_and_detail(freed);
+        let how = match freed.forced {
+            Some(_) => format!("force-released {detail}"),
+            None => "the server released it when its max hold ran out".to_owned(),
+        };
+        let ended = EndedHold {
+            name: freed.name.clone(),
+            token: freed.token,
+            kind: kind.as_str(),
+            how,
+        };
+        self.record(freed.lease, ended);
+    }
+
     /// Remembers that the server ended `ended` while `lease` lived.
     pub fn record(&self, lease: LeaseId, ended: EndedHold) {
         let mut by_lease = self.by_lease.lock().expect("ended holds poisoned");

@@ -10,6 +10,9 @@
 //! replicated state: a restarted node remembers the events of the entries it
 //! re-applied since its latest snapshot.
 
+use crate::sinks::telemetry::{force_detail, free_cause_label};
+use crate::sinks::{Freed, Refusal};
+use leasehold_core::{FreeCause, LeaseId, LockError, LockName};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use tokio::sync::broadcast;
@@ -84,6 +87,116 @@ pub struct LockEvent {
     pub highest_token: u64,
     /// A refused fenced put: the lock whose holder wrote the highest token.
     pub highest_lock: String,
+}
+
+/// The log position and proposer's time of the command an event comes from.
+#[derive(Clone, Copy, Debug)]
+pub struct Stamp {
+    /// The revision after the command.
+    pub revision: u64,
+    /// The proposer's wall time, Unix ms.
+    pub at_unix_ms: u64,
+}
+
+/// What an event is about: the lock, the lease and its owner, the token.
+pub struct About<'a> {
+    /// The lock.
+    pub name: &'a LockName,
+    /// The lease concerned, and its owner name.
+    pub lease: LeaseId,
+    pub owner: &'a str,
+    /// The token concerned (0 for a waiter).
+    pub token: u64,
+}
+
+impl LockEvent {
+    /// An event of `kind` at `at` about `about`, with `detail` (fields of
+    /// refused fenced puts left empty).
+    fn new(at: Stamp, kind: EventKind, about: About, detail: String) -> LockEvent {
+        LockEvent {
+            kind,
+            lock: about.name.to_string(),
+            lease: about.lease.0,
+            owner: about.owner.to_owned(),
+            token: about.token,
+            revision: at.revision,
+            at_unix_ms: at.at_unix_ms,
+            detail,
+            key: String::new(),
+            highest_token: 0,
+            highest_lock: String::new(),
+        }
+    }
+}
+
+/// The event a lock free is: its kind and, unless the kind says it all,
+/// how it ended.
+pub fn freed_kind_and_detail(freed: &Freed) -> (EventKind, String) {
+    match (freed.forced, freed.cause) {
+        (Some(by), _) => (EventKind::ForceReleased, force_detail(by)),
+        (None, FreeCause::Released) => (EventKind::Released, String::new()),
+        (None, FreeCause::LeaseExpired) => (EventKind::Expired, String::new()),
+        (None, FreeCause::LeaseRevoked) => (EventKind::Released, cause_words(freed.cause)),
+        (None, FreeCause::MaxHoldExceeded) => (EventKind::Expired, cause_words(freed.cause)),
+    }
+}
+
+/// `lease revoked`, `max hold exceeded`.
+fn cause_words(cause: FreeCause) -> String {
+    free_cause_label(cause).replace('_', " ")
+}
+
+/// The event sink: what the hub routes here becomes a [`LockEvent`].
+impl EventLog {
+    /// A lease got a lock (`from_queue`: a waiter was granted).
+    pub fn lock_granted(&self, at: Stamp, about: About, from_queue: bool) {
+        let detail = match from_queue {
+            true => "granted from the queue".into(),
+            false => String::new(),
+        };
+        self.record(LockEvent::new(at, EventKind::Acquired, about, detail));
+    }
+
+    /// A lock was freed.
+    pub fn lock_freed(&self, at: Stamp, freed: &Freed) {
+        let (kind, detail) = freed_kind_and_detail(freed);
+        let about = About {
+            name: freed.name,
+            lease: freed.lease,
+            owner: freed.owner,
+            token: freed.token.0,
+        };
+        self.record(LockEvent::new(at, kind, about, detail));
+    }
+
+    /// A queued acquire's wait ran out.
+    pub fn waiter_timed_out(&self, at: Stamp, about: About) {
+        let kind = EventKind::WaiterTimedOut;
+        self.record(LockEvent::new(at, kind, about, String::new()));
+    }
+
+    /// A release was refused with `error`.
+    pub fn release_failed(&self, at: Stamp, about: About, error: &LockError) {
+        let kind = EventKind::ReleaseFailed;
+        self.record(LockEvent::new(at, kind, about, error.to_string()));
+    }
+
+    /// A fenced put was refused: the key, the writer and the key's highest
+    /// token, so a stale writer leaves a trace.
+    pub fn fenced_put_refused(&self, at: Stamp, refusal: &Refusal) {
+        let about = About {
+            name: refusal.lock,
+            lease: refusal.lease,
+            owner: refusal.owner,
+            token: refusal.presented.0,
+        };
+        let detail = refusal.error.to_string();
+        let mut event = LockEvent::new(at, EventKind::FencedPutRefused, about, detail);
+        event.key = refusal.key.to_string();
+        event.highest_token = refusal.highest_token;
+        event.highest_lock = refusal.highest_lock.to_owned();
+        self.record(event);
+    }
 }
 
 /// Recent events, and a channel for new ones.

@@ -76,7 +76,7 @@ async fn metrics(State(node): State<Arc<Node>>) -> String {
         .read(|state| (state.lease_count(), state.lock_count()));
     metrics::gauge!("leasehold_leases").set(leases as f64);
     metrics::gauge!("leasehold_locks").set(locks as f64);
-    metrics::gauge!("leasehold_waiting_acquires").set(node.waiters.len() as f64);
+    metrics::gauge!("leasehold_waiting_acquires").set(node.sinks.waiters.len() as f64);
     crate::metrics::record_raft(&node.raft.metrics().borrow());
     crate::metrics::record_quorum(node.node_id, &node.quorum.report());
     crate::metrics::render()

@@ -3,15 +3,18 @@
 //! The Leasehold server. A single node is a one-member Raft cluster on the
 //! same code path a cluster uses.
 //!
-//! How a write travels: a gRPC handler in [`api`] validates the request and
-//! turns it into a core command; the [`proposer`] batches every command that
-//! arrives while the previous log write is in flight into one entry (group
-//! commit) and hands it to openraft ([`raft`]); [`storage`] appends the entry
-//! to a write-ahead log and fsyncs it, then applies it to the pure state
-//! machine of `leasehold-core`; the apply hub routes each command's effects
-//! to blocked acquires ([`waiters`]) and to the leader's [`timers`] (lease
+//! How a write travels: a gRPC handler in [`api`] (one file per operation)
+//! validates the request and turns it into a typed proposal of a core
+//! command; the [`proposer`] batches every command that arrives while the
+//! previous log write is in flight into one entry (group commit) and hands
+//! it to openraft ([`raft`]); [`storage`] appends the entry to a write-ahead
+//! log and fsyncs it, then applies it to the pure state machine of
+//! `leasehold-core`; the apply [`hub`] routes each command's effects to the
+//! [`sinks`] that act on them: blocked acquires ([`waiters`]), metrics and
+//! logs, the event log, hold statistics, and the leader's [`timers`] (lease
 //! expiry, lock delay, max-hold, the wait of a queued acquire: the core's
-//! lessor), which propose their own commands through the same log. Only the timers and the waits read a clock ([`clock`]).
+//! lessor), which propose their own commands through the same log. Only the
+//! timers and the waits read a clock ([`clock`]).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -44,6 +47,7 @@ pub mod proposer;
 pub mod raft;
 mod reflection;
 mod serve;
+pub mod sinks;
 pub mod storage;
 pub mod timers;
 pub mod waiters;

@@ -105,7 +105,7 @@ async fn events(State(node): State<Arc<Node>>, RawQuery(query): RawQuery) -> Res
         Err(bad) => return bad.into_response(),
     };
     let events: Vec<Value> = node
-        .hub
+        .sinks
         .events
         .recent(&query.prefix, query.limit)
         .iter()

@@ -10,8 +10,8 @@ use crate::hub::ApplyHub;
 use crate::identity::Identity;
 use crate::proposer::Proposer;
 use crate::raft::quorum::QuorumMonitor;
-use crate::timers::{self, Timers};
-use crate::waiters::Waiters;
+use crate::sinks::Sinks;
+use crate::timers;
 use crate::{health, http, raft, reflection, storage, ServeConfig, ServeError};
 use leasehold_core::limits;
 use leasehold_proto::v1::cluster_server::ClusterServer;
@@ -48,9 +48,8 @@ pub async fn serve_on(
     config.validate()?;
     let _ = crate::metrics::handle();
     let clock: Arc<dyn Clock> = Arc::new(TokioClock);
-    let waiters = Arc::new(Waiters::new(clock.clone()));
-    let timers = Arc::new(Timers::new(clock.clone(), config.failover_margin));
-    let hub = Arc::new(ApplyHub::new(waiters.clone(), timers.clone()));
+    let sinks = Sinks::new(clock.clone(), config.failover_margin);
+    let hub = Arc::new(ApplyHub::new(sinks.clone()));
     let (log_store, state_machine) = open_storage(&config, hub.clone()).await?;
     let state = state_machine.shared();
     let identity = Identity::load(config.node_id, log_store.identity_store(), clock.clone())
@@ -76,7 +75,7 @@ pub async fn serve_on(
     let quorum = QuorumMonitor::spawn(raft.metrics(), contacts, &config.raft_timings);
     let proposer = Proposer::spawn(raft.clone(), quorum.clone());
     timers::spawn(
-        timers.clone(),
+        sinks.timers.clone(),
         proposer.clone(),
         raft.clone(),
         config.node_id,
@@ -87,9 +86,7 @@ pub async fn serve_on(
         proposer,
         quorum,
         state,
-        waiters,
-        timers,
-        hub,
+        sinks,
         identity,
     });
     let result = serve_port(node, listener, shutdown).await;

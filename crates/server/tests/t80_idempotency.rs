@@ -65,3 +65,39 @@ async fn retries_with_the_same_request_id_get_the_first_outcome() {
         .expect("a retried revoke succeeds again");
     server.stop().await;
 }
+
+/// A request id reused for another operation of the same lease replays the
+/// first operation's outcome in the core; the release that gets an
+/// acquire's outcome answers with an invalid `request_id` naming the
+/// mistake (it was an "internal error" before), and acts on nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_id_reused_for_another_operation_is_an_invalid_request_id() {
+    let (server, mut leases, mut locks) = TestServer::start_with_clients().await;
+    let lease = leasehold_testkit::grpc::grant(&mut leases, 10_000).await;
+    let take = AcquireRequest {
+        request_id: "reused".into(),
+        ..acquire(lease, "reuse", 0)
+    };
+    let token = locks.acquire(take).await.unwrap().into_inner().token;
+    let put_back = ReleaseRequest {
+        request_id: "reused".into(),
+        ..release(lease, "reuse", token)
+    };
+    let refused = locks
+        .release(put_back)
+        .await
+        .expect_err("reused request id");
+    assert_eq!(leasehold_testkit::grpc::reason(&refused), "InvalidArgument");
+    assert!(
+        refused.message().contains("request_id") && refused.message().contains("another operation"),
+        "{}",
+        refused.message()
+    );
+    let holder = server.lock_info("reuse").await.expect("still held").holder;
+    assert_eq!(
+        holder.map(|h| h.token),
+        Some(token),
+        "the lock is still held"
+    );
+    server.stop().await;
+}

@@ -14,18 +14,38 @@
 //! remembered, bounded by `FORCE_RELEASES_REMEMBERED`.
 
 use super::State;
-use crate::outcome::FreeCause;
+use crate::outcome::{ForcedBy, FreeCause};
 use crate::{command, limits, nearby, Effect, LeaseId, LockError, LockName, Outcome, Reply, Token};
 use serde::{Deserialize, Serialize};
 
 /// The arguments of [`crate::Command::ForceRelease`], gathered.
-pub(super) struct ForceRelease {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForceRelease {
+    /// The lock.
     pub name: LockName,
+    /// The token the operator saw holding it: a newer holder is left alone.
     pub expected_token: Token,
+    /// Why, in the operator's words (kept in the incident record).
     pub reason: String,
+    /// Who, as `user@host`.
     pub caller: String,
+    /// Free a holder that did not declare fencing.
     pub allow_unfenced: bool,
+    /// Revoke the holder's whole lease.
     pub revoke_lease: bool,
+}
+
+impl From<ForceRelease> for crate::Command {
+    fn from(f: ForceRelease) -> crate::Command {
+        crate::Command::ForceRelease {
+            name: f.name,
+            expected_token: f.expected_token,
+            reason: f.reason,
+            caller: f.caller,
+            allow_unfenced: f.allow_unfenced,
+            revoke_lease: f.revoke_lease,
+        }
+    }
 }
 
 /// One accepted force release, kept for the incident record.
@@ -96,9 +116,13 @@ impl State {
             vec![f.name.clone()]
         };
         assert!(released.contains(&f.name), "the named lock was not freed");
+        let by = ForcedBy {
+            caller: f.caller.clone(),
+            reason: f.reason.clone(),
+        };
         for effect in &mut effects[first_effect..] {
             if let Effect::LockFreed { forced, .. } = effect {
-                *forced = true;
+                *forced = Some(by.clone());
             }
         }
         self.remember_force_release(ForceReleaseRecord {

@@ -63,8 +63,15 @@ impl State {
             dedup: Dedup::default(),
             grant_request_id: request_id,
         };
+        let owner = lease.owner.owner.clone();
         self.leases.insert(id, lease);
-        effects.push(Effect::LeaseRenewed { lease: id, ttl_ms });
+        effects.push(Effect::LeaseRenewed {
+            lease: id,
+            ttl_ms,
+            renewals: 0,
+            owner,
+            held: Vec::new(),
+        });
         Ok(Reply::LeaseGranted { lease: id, ttl_ms })
     }
 
@@ -81,8 +88,15 @@ impl State {
         };
         row.renewed_unix_ms = at_unix_ms;
         row.renewals += 1;
-        let ttl_ms = row.ttl_ms;
-        effects.push(Effect::LeaseRenewed { lease, ttl_ms });
+        let (ttl_ms, renewals, owner) = (row.ttl_ms, row.renewals, row.owner.owner.clone());
+        let held = self.held_by(lease).map(|(n, t)| (n.clone(), t)).collect();
+        effects.push(Effect::LeaseRenewed {
+            lease,
+            ttl_ms,
+            renewals,
+            owner,
+            held,
+        });
         Ok(Reply::KeptAlive { lease, ttl_ms })
     }
 
@@ -137,11 +151,13 @@ impl State {
             true => (FreeCause::LeaseExpired, WaitEndCause::LeaseExpired),
             false => (FreeCause::LeaseRevoked, WaitEndCause::LeaseRevoked),
         };
+        let owner = row.owner.owner.as_str();
         for name in &row.waits {
-            self.drop_waiter(name, lease, wait_cause, effects);
+            self.drop_waiter(name, lease, owner, wait_cause, effects);
         }
         for name in &row.holds {
-            self.free_by_lease_end(name, lease, free_cause, at_unix_ms, effects);
+            let ended = (lease, owner, free_cause);
+            self.free_by_lease_end(name, ended, at_unix_ms, effects);
         }
         if expired {
             self.remember_expired(lease);
@@ -154,14 +170,15 @@ impl State {
 
     /// Frees `name`, held by the ending `lease`: on expiry with a lock
     /// delay the lock stays unavailable; otherwise the head waiter gets it.
+    /// `ended` is the lease, its owner name and why it ended.
     fn free_by_lease_end(
         &mut self,
         name: &LockName,
-        lease: LeaseId,
-        cause: FreeCause,
+        ended: (LeaseId, &str, FreeCause),
         at_unix_ms: u64,
         effects: &mut Vec<Effect>,
     ) {
+        let (lease, owner, cause) = ended;
         let lock = self.locks.get_mut(name).expect("held lock missing");
         let holder = lock.holder.take().expect("held lock has no holder");
         assert_eq!(holder.lease, lease, "lease listed a lock it does not hold");
@@ -172,7 +189,8 @@ impl State {
             lease,
             token: holder.token,
             cause,
-            forced: false,
+            forced: None,
+            owner: owner.to_owned(),
         });
         if cause == FreeCause::LeaseExpired && holder.lock_delay_ms > 0 {
             lock.delay = Some(LockDelay {
@@ -197,6 +215,7 @@ impl State {
         &mut self,
         name: &LockName,
         lease: LeaseId,
+        owner: &str,
         cause: WaitEndCause,
         effects: &mut Vec<Effect>,
     ) {
@@ -213,6 +232,7 @@ impl State {
             name: name.clone(),
             lease,
             cause,
+            owner: owner.to_owned(),
         });
     }
 }

@@ -107,6 +107,7 @@ impl State {
             token,
             from_queue: false,
             max_hold_ms: a.max_hold_ms,
+            owner: row.owner.owner.clone(),
         });
         Reply::Acquired {
             token,
@@ -190,6 +191,7 @@ impl State {
             lease,
             token,
             error: error.clone(),
+            owner: owner.clone(),
         });
         if self.failed_releases.len() == limits::FAILED_RELEASES_REMEMBERED {
             self.failed_releases.pop_front();
@@ -247,6 +249,7 @@ impl State {
             // A lease that ended left every queue when it ended.
             return Reply::WaitEnded { holder_token: None };
         };
+        let owner = row.owner.owner.clone();
         if !row.waits.remove(name) {
             let lock = self.locks.get(name);
             let holder = lock.and_then(|l| l.holder.as_ref());
@@ -269,6 +272,7 @@ impl State {
             } else {
                 WaitEndCause::Cancelled
             },
+            owner,
         });
         Reply::WaitEnded { holder_token: None }
     }
@@ -335,7 +339,8 @@ impl State {
             lease: holder.lease,
             token: holder.token,
             cause,
-            forced: false,
+            forced: None,
+            owner: row.owner.owner.clone(),
         });
     }
 
@@ -376,6 +381,7 @@ impl State {
             token,
             from_queue: true,
             max_hold_ms: waiter.max_hold_ms,
+            owner: row.owner.owner.clone(),
         });
     }
 }

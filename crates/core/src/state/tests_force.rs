@@ -2,7 +2,7 @@
 //! to the next waiter, revoking the holder's lease, and the bounded record.
 
 use super::test_support::*;
-use crate::outcome::FreeCause;
+use crate::outcome::{ForcedBy, FreeCause};
 use crate::{limits, Applied, Command, Effect, LockError, Reply, State, Token};
 
 /// Applies a force release of `lock` naming `token`, with a reason.
@@ -66,7 +66,11 @@ fn the_right_token_frees_the_lock_and_the_waiter_gets_a_higher_token() {
                 lease: a,
                 token,
                 cause: FreeCause::Released,
-                forced: true,
+                forced: Some(ForcedBy {
+                    caller: "ops@bastion".into(),
+                    reason: "holder hung in D state".into()
+                }),
+                owner: String::new(),
             },
             Effect::LockGranted {
                 name: name("db"),
@@ -74,6 +78,7 @@ fn the_right_token_frees_the_lock_and_the_waiter_gets_a_higher_token() {
                 token: next,
                 from_queue: true,
                 max_hold_ms: 0,
+                owner: String::new(),
             },
         ]
     );
@@ -188,7 +193,7 @@ fn revoke_lease_frees_every_lock_of_the_lease_and_ends_it() {
         .effects
         .iter()
         .filter_map(|e| match e {
-            Effect::LockFreed { cause, forced, .. } => Some((*cause, *forced)),
+            Effect::LockFreed { cause, forced, .. } => Some((*cause, forced.is_some())),
             _ => None,
         })
         .collect();

@@ -32,7 +32,10 @@ fn grant_uses_the_new_revision_as_lease_id() {
         applied.effects,
         vec![Effect::LeaseRenewed {
             lease,
-            ttl_ms: 5_000
+            ttl_ms: 5_000,
+            renewals: 0,
+            owner: String::new(),
+            held: Vec::new(),
         }]
     );
     assert_eq!(state.lease(lease).unwrap().granted_unix_ms, 7);
@@ -115,7 +118,10 @@ fn keep_alive_renews_without_bumping() {
         applied.effects,
         vec![Effect::LeaseRenewed {
             lease,
-            ttl_ms: 10_000
+            ttl_ms: 10_000,
+            renewals: 1,
+            owner: String::new(),
+            held: Vec::new(),
         }]
     );
     assert_eq!(state.lease(lease).unwrap().renewed_unix_ms, 99);
@@ -226,21 +232,24 @@ fn revoke_releases_holds_hands_over_and_leaves_queues() {
             Effect::WaiterRemoved {
                 name: name("y"),
                 lease: a,
-                cause: WaitEndCause::LeaseRevoked
+                cause: WaitEndCause::LeaseRevoked,
+                owner: String::new(),
             },
             Effect::LockFreed {
                 name: name("x"),
                 lease: a,
                 token: held,
                 cause: FreeCause::LeaseRevoked,
-                forced: false
+                forced: None,
+                owner: String::new(),
             },
             Effect::LockGranted {
                 name: name("x"),
                 lease: b,
                 token,
                 from_queue: true,
-                max_hold_ms: 0
+                max_hold_ms: 0,
+                owner: String::new(),
             },
             Effect::LeaseEnded {
                 lease: a,

@@ -25,7 +25,8 @@ fn acquire_grants_a_free_lock_with_the_revision_as_token() {
             lease: a,
             token: Token(2),
             from_queue: false,
-            max_hold_ms: 0
+            max_hold_ms: 0,
+            owner: String::new(),
         }]
     );
     let again = acquire(&mut state, a, "jobs/nightly", 0);
@@ -76,14 +77,16 @@ fn held_lock_is_busy_or_queues_fifo() {
                 lease: a,
                 token,
                 cause: FreeCause::Released,
-                forced: false
+                forced: None,
+                owner: String::new(),
             },
             Effect::LockGranted {
                 name: name("x"),
                 lease: b,
                 token: next,
                 from_queue: true,
-                max_hold_ms: 0
+                max_hold_ms: 0,
+                owner: String::new(),
             },
         ]
     );

@@ -92,6 +92,7 @@ fn delayed_lock_is_busy_but_queues_then_goes_to_the_head(
         token: Token(ended.revision.0),
         from_queue: true,
         max_hold_ms: 0,
+        owner: String::new(),
     };
     assert_eq!(ended.effects, vec![granted]);
     assert_eq!(state.delayed_locks().count(), 0);
@@ -186,7 +187,8 @@ fn end_hold_frees_only_the_named_holder() {
             lease: a,
             token,
             cause: FreeCause::MaxHoldExceeded,
-            forced: false
+            forced: None,
+            owner: String::new(),
         }
     );
     assert!(
@@ -219,6 +221,7 @@ fn cancel_wait_leaves_the_queue_or_reports_the_hold() {
         name: name("x"),
         lease: b,
         cause: WaitEndCause::TimedOut,
+        owner: String::new(),
     };
     assert_eq!(left.effects, vec![removed]);
     assert!(state.lease(b).unwrap().waits.is_empty());

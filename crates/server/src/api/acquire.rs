@@ -1,10 +1,10 @@
 //! Acquire, immediate or queued: shared by the unary `Lock.Acquire` and the
 //! `Lock.Session` stream.
 
-use super::lease::unexpected;
+use super::propose::{Acquisition, Proposal};
 use super::wait::QueuedWait;
 use super::{check_lease_id, check_request_size, ApiError, Node};
-use leasehold_core::{Acquire, Command, LockName, Reply, RequestId, Token};
+use leasehold_core::{Acquire, LockName, RequestId, Token};
 use leasehold_proto::v1::{AcquireRequest, AcquireResponse};
 use std::sync::Arc;
 
@@ -72,13 +72,18 @@ fn standing(node: &Node, wait: &QueuedWait) -> Standing {
 }
 
 async fn acquire_now(node: &Node, acquire: Acquire) -> Result<AcquireResponse, ApiError> {
-    let (outcome, _) = node.propose(Command::Acquire(acquire)).await?;
-    match outcome? {
-        Reply::Acquired {
+    let (acquisition, _) = node.propose(Proposal::acquire(acquire)).await?;
+    match acquisition {
+        Acquisition::Held {
             token,
             already_held,
         } => Ok(granted(node, token, already_held, 0)),
-        other => Err(unexpected("Acquire", &other)),
+        // An acquire without a wait is never queued; the retry of a queued
+        // acquire with the same request id (but no wait) replays `Queued`.
+        Acquisition::Queued => Err(ApiError::invalid(
+            "request_id",
+            "was already used by a queued acquire of this lease: retry with its wait_ms",
+        )),
     }
 }
 
@@ -89,23 +94,25 @@ async fn acquire_queued(node: &Arc<Node>, acquire: Acquire) -> Result<AcquireRes
         acquire.lease,
         acquire.wait_ms,
     );
-    let (outcome, _) = node.propose(Command::Acquire(acquire)).await?;
-    let reply = match outcome {
-        Ok(reply) => reply,
-        Err(refused) => {
+    let acquisition = match node.propose(Proposal::acquire(acquire)).await {
+        Ok((acquisition, _)) => acquisition,
+        // Refused by the core: nothing was queued.
+        Err(refused @ ApiError::Core(_)) => {
             wait.finish();
-            return Err(refused.into());
+            return Err(refused);
         }
+        // The acquire may still commit: the dropped wait leaves the queue.
+        Err(unknown) => return Err(unknown),
     };
-    match reply {
-        Reply::Acquired {
+    match acquisition {
+        Acquisition::Held {
             token,
             already_held,
         } => {
             wait.finish();
             Ok(granted(node, token, already_held, 0))
         }
-        Reply::Queued { .. } => {
+        Acquisition::Queued => {
             // A retried acquire replays its first outcome (`Queued`) even
             // if the wait has ended since: answer from the state then.
             let (token, waited_ms) = match standing(node, &wait) {
@@ -118,6 +125,5 @@ async fn acquire_queued(node: &Arc<Node>, acquire: Acquire) -> Result<AcquireRes
             };
             Ok(granted(node, token, false, waited_ms))
         }
-        other => Err(unexpected("Acquire", &other)),
     }
 }

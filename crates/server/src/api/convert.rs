@@ -33,7 +33,8 @@ pub fn owner_to_wire(owner: &OwnerInfo) -> pb::OwnerInfo {
 
 /// Milliseconds left on a lease, on this node's monotonic clock.
 fn remaining_ms(node: &Node, lease: LeaseId) -> u64 {
-    node.timers
+    node.sinks
+        .timers
         .remaining(lease)
         .map_or(0, |left| left.as_millis() as u64)
 }
@@ -69,7 +70,7 @@ pub fn lease_to_wire(node: &Node, state: &State, lease: &Lease) -> pb::LeaseInfo
 /// a keep-alive reply.
 pub fn holdings_to_wire(node: &Node, lease: LeaseId) -> pb::LeaseHoldings {
     let held = node.state.read(|state| held_to_wire(state, lease));
-    let ended = node.hub.ended.of(lease);
+    let ended = node.sinks.ended.of(lease);
     pb::LeaseHoldings {
         held,
         ended: ended
@@ -101,7 +102,8 @@ pub fn lock_to_wire(node: &Node, state: &State, lock: &Lock) -> pb::LockInfo {
             .map_or(0, |l| l.renewed_unix_ms as i64),
         renewals: state.lease(holder.lease).map_or(0, |l| l.renewals),
         held_ms: node
-            .hub
+            .sinks
+            .holders
             .held_for(holder.token)
             .map_or(0, |held| held.as_millis() as u64),
         lock_delay_ms: holder.lock_delay_ms,
@@ -121,7 +123,7 @@ pub fn lock_to_wire(node: &Node, state: &State, lock: &Lock) -> pb::LockInfo {
             wait_ms: waiter.wait_ms,
         })
         .collect();
-    let usual = node.hub.holds.summary(lock.name.as_str());
+    let usual = node.sinks.holds.summary(lock.name.as_str());
     pb::LockInfo {
         name: lock.name.to_string(),
         holder,
@@ -129,7 +131,8 @@ pub fn lock_to_wire(node: &Node, state: &State, lock: &Lock) -> pb::LockInfo {
         prefix_hold_p99_ms: usual.map_or(0, |usual| usual.p99.as_millis() as u64),
         prefix_holds: usual.map_or(0, |usual| usual.holds as u32),
         lock_delay_remaining_ms: lock.delay.as_ref().map_or(0, |delay| {
-            node.timers
+            node.sinks
+                .timers
                 .delay_remaining(&lock.name, delay.token)
                 .map_or(delay.delay_ms, |left| left.as_millis() as u64)
         }),

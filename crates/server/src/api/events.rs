@@ -1,4 +1,4 @@
-//! `leasehold.v1.Watch`: the `Events` stream over this node's [`EventLog`].
+//! `Watch.Events`: the stream over this node's [`EventLog`].
 //!
 //! Without `follow` the stream carries the remembered events matching the
 //! prefix and ends. With `follow` it carries them, then each new matching
@@ -11,13 +11,11 @@
 use super::{check_request_size, ApiError, Node};
 use crate::events::{EventLog, LockEvent, EVENTS_REMEMBERED};
 use leasehold_core::{limits, LockError};
-use leasehold_proto::v1::watch_server::Watch;
 use leasehold_proto::v1::{Event, EventsRequest};
-use std::sync::Arc;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::{Request, Response, Status};
+use tonic::Status;
 
 /// Events queued for one client's stream before the task waits for it to
 /// read (the broadcast buffer then absorbs the rest, up to its bound).
@@ -26,30 +24,10 @@ pub const EVENTS_STREAM_QUEUE: usize = 64;
 /// The response half of an `Events` stream.
 pub type EventStream = ReceiverStream<Result<Event, Status>>;
 
-/// The Watch service.
-pub struct WatchApi {
-    node: Arc<Node>,
-}
-
-impl WatchApi {
-    /// The service over `node`.
-    pub fn new(node: Arc<Node>) -> WatchApi {
-        WatchApi { node }
-    }
-}
-
-#[tonic::async_trait]
-impl Watch for WatchApi {
-    type EventsStream = EventStream;
-
-    async fn events(
-        &self,
-        request: Request<EventsRequest>,
-    ) -> Result<Response<Self::EventsStream>, Status> {
-        let request = request.into_inner();
-        check_events_request(&request)?;
-        Ok(Response::new(spawn(&self.node.hub.events, request)))
-    }
+/// Validates an `Events` request and starts its stream.
+pub fn events(node: &Node, request: EventsRequest) -> Result<EventStream, ApiError> {
+    check_events_request(&request)?;
+    Ok(spawn(&node.sinks.events, request))
 }
 
 /// Rejects an oversize request or prefix, naming the limit.

@@ -3,7 +3,7 @@
 //! failure comes back as a response with `error` set, and the stream stays
 //! open.
 
-use super::lease::keep_alive;
+use super::keep_alive::keep_alive;
 use super::stream::{spawn_answering, AnswerStream};
 use super::Node;
 use leasehold_proto::v1::{ErrorDetail, KeepAliveRequest, KeepAliveResponse};

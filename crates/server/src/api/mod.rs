@@ -1,39 +1,44 @@
-//! The gRPC services of `leasehold.v1`. Each handler validates its request at
-//! the boundary (every limit named in its error), turns it into a core
-//! [`leasehold_core::Command`], proposes it, and maps the outcome.
+//! The gRPC services of `leasehold.v1`: one file per operation, and the
+//! service impls (`services.rs`) that dispatch to them. Each operation
+//! validates its request at the boundary (every limit named in its error),
+//! builds its typed [`propose::Proposal`], proposes it, and maps its own
+//! reply type to the wire.
 
 mod acquire;
 pub(crate) mod cluster;
 pub(crate) mod convert;
 mod error;
 mod events;
-mod fenced;
-mod force;
+mod fenced_get;
+mod fenced_put;
+mod force_release;
+mod get_lease;
+mod get_lock;
+mod grant;
 mod incidents;
+mod keep_alive;
 mod keepalive_stream;
-mod lease;
-mod lock;
+mod list;
+pub mod propose;
+mod release;
+mod revoke;
+mod services;
 mod session;
 mod stream;
 mod wait;
 
 pub use cluster::ClusterApi;
 pub use error::ApiError;
-pub use events::WatchApi;
-pub use fenced::FencedApi;
-pub use lease::LeaseApi;
-pub use lock::LockApi;
+pub use services::{FencedApi, LeaseApi, LockApi, WatchApi};
 
 use crate::clock::wall_unix_ms;
-use crate::hub::ApplyHub;
 use crate::identity::Identity;
 use crate::proposer::{ProposeError, Proposer};
 use crate::raft::quorum::QuorumMonitor;
 use crate::raft::types::Raft;
+use crate::sinks::Sinks;
 use crate::storage::SharedState;
-use crate::timers::Timers;
-use crate::waiters::Waiters;
-use leasehold_core::{limits, Applied, Command, LockError, Outcome, Revision};
+use leasehold_core::{limits, LockError, Revision};
 use leasehold_proto::v1::ResponseHeader;
 use openraft::error::{CheckIsLeaderError, RaftError};
 use std::sync::Arc;
@@ -44,19 +49,17 @@ pub struct Node {
     pub node_id: u64,
     /// The Raft handle (reads, status).
     pub raft: Raft,
-    /// Group-committing proposer (writes).
-    pub proposer: Proposer,
+    /// Group-committing proposer: handlers write through [`Node::propose`],
+    /// which types each command's reply.
+    pub(crate) proposer: Proposer,
     /// Whether this node has its quorum, and who it last heard from when.
     pub quorum: Arc<QuorumMonitor>,
     /// The applied state, for reads.
     pub state: SharedState,
-    /// Blocked acquires.
-    pub waiters: Arc<Waiters>,
-    /// Lease deadlines (for remaining time in replies).
-    pub timers: Arc<Timers>,
-    /// Applied effects: recent events and their followers, hold times by
-    /// prefix, how long each holder has held its lock.
-    pub hub: Arc<ApplyHub>,
+    /// What applied effects feed: blocked acquires, deadlines (remaining
+    /// times in replies), holders' hold times, events, hold statistics by
+    /// prefix, ended holds.
+    pub sinks: Sinks,
     /// The cluster this node belongs to (status, and probing new members).
     pub identity: Arc<Identity>,
 }
@@ -69,14 +72,6 @@ impl Node {
             server_time_unix_ms: wall_unix_ms() as i64,
             node_id: self.node_id,
         })
-    }
-
-    /// Proposes `command` and returns its outcome with the revision after it.
-    pub async fn propose(&self, command: Command) -> Result<(Outcome, Revision), ApiError> {
-        let Applied {
-            revision, outcome, ..
-        } = self.proposer.propose(command).await?;
-        Ok((outcome, revision))
     }
 
     /// Waits until this node has applied everything committed before now

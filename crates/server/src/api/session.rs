@@ -3,8 +3,8 @@
 //! same code as its unary form.
 
 use super::acquire::acquire;
-use super::lease::keep_alive;
-use super::lock::release;
+use super::keep_alive::keep_alive;
+use super::release::release;
 use super::stream::{spawn_answering, AnswerStream};
 use super::{ApiError, Node};
 use leasehold_proto::v1::session_request::Op;

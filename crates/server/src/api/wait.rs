@@ -10,10 +10,11 @@
 //! dropped), the guard proposes `CancelWait` so the queue never keeps a
 //! waiter nobody listens to (docs/DESIGN.md guarantee 9).
 
+use super::propose::Proposal;
 use super::{ApiError, Node};
 use crate::raft::node::RaftTimings;
 use crate::waiters::WaitResult;
-use leasehold_core::{Command, LeaseId, LockError, LockName, Reply, Token, WaitEndCause};
+use leasehold_core::{LeaseId, LockError, LockName, Token, WaitEndCause};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -43,8 +44,8 @@ pub struct QueuedWait {
 impl QueuedWait {
     /// Registers interest in the grant of `name` to `lease` for `wait_ms`.
     pub fn register(node: Arc<Node>, name: LockName, lease: LeaseId, wait_ms: u64) -> QueuedWait {
-        let receiver = node.waiters.register(name.clone(), lease);
-        let started = node.timers.now();
+        let receiver = node.sinks.waiters.register(name.clone(), lease);
+        let started = node.sinks.timers.now();
         QueuedWait {
             node,
             name,
@@ -92,6 +93,7 @@ impl QueuedWait {
         let result = tokio::time::timeout_at(bound, receiver).await;
         let waited_ms = self
             .node
+            .sinks
             .timers
             .now()
             .saturating_duration_since(self.started)
@@ -121,40 +123,29 @@ impl QueuedWait {
 
     /// No wake by the bound: leave the queue, unless the grant got there first.
     async fn cancel(&self, waited_ms: u64) -> Result<Token, ApiError> {
-        let command = Command::CancelWait {
-            lease: self.lease,
-            name: self.name.clone(),
-            timed_out: true,
-        };
-        let (outcome, _) = self.node.propose(command).await?;
-        match outcome? {
-            Reply::WaitEnded {
-                holder_token: Some(token),
-            } => Ok(token),
-            Reply::WaitEnded { holder_token: None } => Err(ApiError::WaitTimeout {
-                name: self.name.to_string(),
-                waited_ms,
-            }),
-            other => Err(super::lease::unexpected("CancelWait", &other)),
-        }
+        let cancel = Proposal::cancel_wait(self.lease, self.name.clone(), true);
+        let (ended, _) = self.node.propose(cancel).await?;
+        ended.holder_token.ok_or_else(|| ApiError::WaitTimeout {
+            name: self.name.to_string(),
+            waited_ms,
+        })
     }
 }
 
 impl Drop for QueuedWait {
     fn drop(&mut self) {
         drop(self.receiver.take());
-        self.node.waiters.forget_closed(&self.name, self.lease);
+        self.node
+            .sinks
+            .waiters
+            .forget_closed(&self.name, self.lease);
         if self.finished {
             return;
         }
         let node = self.node.clone();
-        let command = Command::CancelWait {
-            lease: self.lease,
-            name: self.name.clone(),
-            timed_out: false,
-        };
+        let cancel = Proposal::cancel_wait(self.lease, self.name.clone(), false);
         tokio::spawn(async move {
-            let _ = node.proposer.propose(command).await;
+            let _ = node.propose(cancel).await;
         });
     }
 }

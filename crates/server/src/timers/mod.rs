@@ -97,51 +97,52 @@ impl Timers {
     }
 
     /// Arms or disarms the deadlines an applied effect names (on every
-    /// node, in log order). Lease renewals come through
-    /// [`Timers::lease_renewed`]: they need the lease's renewal count.
-    pub fn effect(&self, effect: &Effect) {
-        self.update(|lessor, now_ms| match effect {
-            Effect::LeaseEnded { lease, .. } => lessor.lease_ended(*lease),
-            Effect::LockGranted {
-                name,
-                lease,
-                token,
-                from_queue,
-                max_hold_ms,
-            } => {
-                if *from_queue {
-                    lessor.wait_ended(name, *lease);
-                }
-                if *max_hold_ms > 0 {
-                    lessor.hold_started(name.clone(), *token, *max_hold_ms, now_ms);
-                }
-            }
-            Effect::LockFreed { name, token, .. } => lessor.hold_ended(name, *token),
-            Effect::WaiterRemoved { name, lease, .. } => lessor.wait_ended(name, *lease),
-            Effect::LockDelayStarted {
-                name,
-                token,
-                delay_ms,
-            } => lessor.delay_started(name.clone(), *token, *delay_ms, now_ms),
-            Effect::WaiterQueued {
-                name,
-                lease,
-                wait_ms,
-            } => lessor.wait_started(name.clone(), *lease, *wait_ms, now_ms),
-            Effect::LeaseRenewed { .. }
-            | Effect::ReleaseFailed { .. }
-            | Effect::FencedPutRefused { .. } => {}
-        });
-    }
-
-    /// A renewal of `lease` (its `renewals`-th, with `ttl_ms`) applied now:
-    /// re-arms its deadline. Returns the time the lease had left if it was
-    /// tracked (a keep-alive's margin).
-    pub fn lease_renewed(&self, lease: LeaseId, ttl_ms: u64, renewals: u64) -> Option<Duration> {
+    /// node, in log order). For a renewal of a lease it already tracks (a
+    /// keep-alive), returns the time the lease had left: its margin.
+    pub fn effect(&self, effect: &Effect) -> Option<Duration> {
         let left_ms = self.update(|lessor, now_ms| {
-            let left_ms = lessor.remaining_ms(lease, now_ms);
-            lessor.lease_renewed(lease, ttl_ms, renewals, now_ms);
-            left_ms
+            match effect {
+                Effect::LeaseRenewed {
+                    lease,
+                    ttl_ms,
+                    renewals,
+                    ..
+                } => {
+                    let left_ms = lessor.remaining_ms(*lease, now_ms);
+                    lessor.lease_renewed(*lease, *ttl_ms, *renewals, now_ms);
+                    return left_ms;
+                }
+                Effect::LeaseEnded { lease, .. } => lessor.lease_ended(*lease),
+                Effect::LockGranted {
+                    name,
+                    lease,
+                    token,
+                    from_queue,
+                    max_hold_ms,
+                    ..
+                } => {
+                    if *from_queue {
+                        lessor.wait_ended(name, *lease);
+                    }
+                    if *max_hold_ms > 0 {
+                        lessor.hold_started(name.clone(), *token, *max_hold_ms, now_ms);
+                    }
+                }
+                Effect::LockFreed { name, token, .. } => lessor.hold_ended(name, *token),
+                Effect::WaiterRemoved { name, lease, .. } => lessor.wait_ended(name, *lease),
+                Effect::LockDelayStarted {
+                    name,
+                    token,
+                    delay_ms,
+                } => lessor.delay_started(name.clone(), *token, *delay_ms, now_ms),
+                Effect::WaiterQueued {
+                    name,
+                    lease,
+                    wait_ms,
+                } => lessor.wait_started(name.clone(), *lease, *wait_ms, now_ms),
+                Effect::ReleaseFailed { .. } | Effect::FencedPutRefused { .. } => {}
+            }
+            None
         })?;
         Some(Duration::from_millis(left_ms))
     }

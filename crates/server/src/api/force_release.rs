@@ -4,24 +4,22 @@
 //! the named token still holds the lock and whether an unfenced holder may
 //! be freed; the handler only logs what an operator did.
 
-use super::lease::unexpected;
+use super::propose::{ForceReleased, Proposal};
 use super::{check_request_size, ApiError, Node};
-use leasehold_core::{Command, LockName, Reply, Token};
+use leasehold_core::{Command, ForceRelease, LockName, Token};
 use leasehold_proto::v1::{ForceReleaseRequest, ForceReleaseResponse};
 
-/// Validates a force release and turns it into the command to propose.
-fn parse(request: ForceReleaseRequest) -> Result<Command, ApiError> {
+/// Validates a force release and turns it into the proposal.
+fn parse(request: ForceReleaseRequest) -> Result<Proposal<ForceReleased>, ApiError> {
     check_request_size(&request)?;
-    let command = Command::ForceRelease {
+    Ok(Proposal::force_release(ForceRelease {
         name: LockName::parse(&request.name)?,
         expected_token: Token(request.expected_token),
         reason: request.reason,
         caller: request.caller,
         allow_unfenced: request.allow_unfenced,
         revoke_lease: request.revoke_lease,
-    };
-    command.validate()?;
-    Ok(command)
+    })?)
 }
 
 /// Validates and performs one force release.
@@ -29,39 +27,35 @@ pub async fn force_release(
     node: &Node,
     request: ForceReleaseRequest,
 ) -> Result<ForceReleaseResponse, ApiError> {
-    let command = parse(request)?;
+    let proposal = parse(request)?;
     if let Command::ForceRelease {
         name,
         expected_token,
         reason,
         caller,
         ..
-    } = &command
+    } = proposal.command()
     {
         tracing::warn!(%name, token = expected_token.0, caller, reason, "force release requested");
     }
-    let (outcome, revision) = node.propose(command).await?;
-    match outcome? {
-        Reply::ForceReleased {
-            lease,
-            released,
-            lease_revoked,
-        } => {
-            tracing::warn!(
-                lease = lease.0,
-                ?released,
-                lease_revoked,
-                "force release applied"
-            );
-            Ok(ForceReleaseResponse {
-                header: node.header(revision),
-                lease: lease.0,
-                revoked_lease: lease_revoked,
-                released: released.iter().map(|name| name.to_string()).collect(),
-            })
-        }
-        other => Err(unexpected("ForceRelease", &other)),
-    }
+    let (forced, revision) = node.propose(proposal).await?;
+    let ForceReleased {
+        lease,
+        released,
+        lease_revoked,
+    } = forced;
+    tracing::warn!(
+        lease = lease.0,
+        ?released,
+        lease_revoked,
+        "force release applied"
+    );
+    Ok(ForceReleaseResponse {
+        header: node.header(revision),
+        lease: lease.0,
+        revoked_lease: lease_revoked,
+        released: released.iter().map(|name| name.to_string()).collect(),
+    })
 }
 
 #[cfg(test)]
@@ -86,15 +80,16 @@ mod tests {
 
     #[test]
     fn force_release_is_validated_at_the_boundary_naming_the_limit() {
-        let Ok(Command::ForceRelease {
+        let parsed = parse(request("hung"));
+        let Some(Command::ForceRelease {
             expected_token,
             revoke_lease,
             ..
-        }) = parse(request("hung"))
+        }) = parsed.as_ref().ok().map(Proposal::command)
         else {
             panic!("a valid request was refused");
         };
-        assert_eq!((expected_token, revoke_lease), (Token(7), true));
+        assert_eq!((*expected_token, *revoke_lease), (Token(7), true));
         assert!(refusal(request("")).contains("invalid reason"));
         let long = "r".repeat(limits::FORCE_REASON_BYTES_MAX + 1);
         assert!(refusal(request(&long)).contains("FORCE_REASON_BYTES_MAX"));

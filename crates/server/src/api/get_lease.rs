@@ -1,0 +1,27 @@
+//! `Lease.Get`: one lease, after a read barrier.
+
+use super::convert::lease_to_wire;
+use super::{check_lease_id, ApiError, Node};
+use leasehold_core::LockError;
+use leasehold_proto::v1::{GetLeaseRequest, GetLeaseResponse};
+
+/// Reads one lease.
+pub async fn get_lease(
+    node: &Node,
+    request: GetLeaseRequest,
+) -> Result<GetLeaseResponse, ApiError> {
+    let lease = check_lease_id(request.lease)?;
+    node.read_barrier().await?;
+    let found = node.state.read(|state| {
+        state
+            .lease(lease)
+            .map(|l| (lease_to_wire(node, state, l), state.revision()))
+    });
+    match found {
+        Some((info, revision)) => Ok(GetLeaseResponse {
+            header: node.header(revision),
+            lease: Some(info),
+        }),
+        None => Err(LockError::LeaseNotFound { lease }.into()),
+    }
+}

@@ -1,0 +1,33 @@
+//! `Lock.Get`: one lock, after a read barrier unless the request asks for a
+//! stale read; a name that does not exist is answered with the names that
+//! look like it.
+
+use super::convert::lock_to_wire;
+use super::{ApiError, Node};
+use leasehold_core::{LockError, LockName};
+use leasehold_proto::v1::{GetLockRequest, GetLockResponse};
+
+/// Reads one lock.
+pub async fn get_lock(node: &Node, request: GetLockRequest) -> Result<GetLockResponse, ApiError> {
+    let name = LockName::parse(&request.name)?;
+    // A stale read answers from this node's applied state: may be behind.
+    if !request.stale {
+        node.read_barrier().await?;
+    }
+    let found = node.state.read(|state| {
+        let lock = state
+            .lock(&name)
+            .map(|lock| lock_to_wire(node, state, lock));
+        (lock, state.revision())
+    });
+    match found {
+        (Some(lock), revision) => Ok(GetLockResponse {
+            header: node.header(revision),
+            lock: Some(lock),
+        }),
+        (None, _) => {
+            let nearby = node.state.read(|state| state.nearby_names(&name));
+            Err(LockError::NoSuchLock { name, nearby }.into())
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The gRPC services of `leasehold.v1` (but `Cluster`, see `cluster/`):
+//! thin dispatchers, each method handing its request to the operation's own
+//! module and its answer back.
+
+use super::acquire::acquire;
+use super::events::{events, EventStream};
+use super::fenced_get::fenced_get;
+use super::fenced_put::fenced_put;
+use super::force_release::force_release;
+use super::get_lease::get_lease;
+use super::get_lock::get_lock;
+use super::grant::grant;
+use super::incidents::incidents;
+use super::keep_alive::keep_alive;
+use super::list::list;
+use super::release::release;
+use super::revoke::revoke;
+use super::stream::AnswerStream;
+use super::{keepalive_stream, session, Node};
+use leasehold_proto::v1::fenced_store_server::FencedStore;
+use leasehold_proto::v1::lease_server::Lease;
+use leasehold_proto::v1::lock_server::Lock;
+use leasehold_proto::v1::watch_server::Watch;
+use leasehold_proto::v1::{
+    AcquireRequest, AcquireResponse, EventsRequest, FencedGetRequest, FencedGetResponse,
+    FencedPutRequest, FencedPutResponse, ForceReleaseRequest, ForceReleaseResponse,
+    GetLeaseRequest, GetLeaseResponse, GetLockRequest, GetLockResponse, GrantRequest,
+    GrantResponse, IncidentsRequest, IncidentsResponse, KeepAliveRequest, KeepAliveResponse,
+    ListLocksRequest, ListLocksResponse, ReleaseRequest, ReleaseResponse, RevokeRequest,
+    RevokeResponse, SessionRequest, SessionResponse,
+};
+use std::sync::Arc;
+use tonic::{Request, Response, Status, Streaming};
+
+/// Declares a service struct over the shared [`Node`].
+macro_rules! service {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        pub struct $name {
+            node: Arc<Node>,
+        }
+
+        impl $name {
+            /// The service over `node`.
+            pub fn new(node: Arc<Node>) -> $name {
+                $name { node }
+            }
+        }
+    };
+}
+
+service!(
+    /// The Lock service.
+    LockApi
+);
+service!(
+    /// The Lease service.
+    LeaseApi
+);
+service!(
+    /// The FencedStore service.
+    FencedApi
+);
+service!(
+    /// The Watch service.
+    WatchApi
+);
+
+#[tonic::async_trait]
+impl Lock for LockApi {
+    async fn acquire(
+        &self,
+        request: Request<AcquireRequest>,
+    ) -> Result<Response<AcquireResponse>, Status> {
+        Ok(Response::new(
+            acquire(&self.node, request.into_inner()).await?,
+        ))
+    }
+
+    async fn release(
+        &self,
+        request: Request<ReleaseRequest>,
+    ) -> Result<Response<ReleaseResponse>, Status> {
+        Ok(Response::new(
+            release(&self.node, request.into_inner()).await?,
+        ))
+    }
+
+    async fn force_release(
+        &self,
+        request: Request<ForceReleaseRequest>,
+    ) -> Result<Response<ForceReleaseResponse>, Status> {
+        Ok(Response::new(
+            force_release(&self.node, request.into_inner()).await?,
+        ))
+    }
+
+    async fn incidents(
+        &self,
+        _request: Request<IncidentsRequest>,
+    ) -> Result<Response<IncidentsResponse>, Status> {
+        Ok(Response::new(incidents(&self.node)))
+    }
+
+    type SessionStream = AnswerStream<SessionResponse>;
+
+    async fn session(
+        &self,
+        request: Request<Streaming<SessionRequest>>,
+    ) -> Result<Response<Self::SessionStream>, Status> {
+        let requests = request.into_inner();
+        Ok(Response::new(session::spawn(self.node.clone(), requests)))
+    }
+
+    async fn get(
+        &self,
+        request: Request<GetLockRequest>,
+    ) -> Result<Response<GetLockResponse>, Status> {
+        Ok(Response::new(
+            get_lock(&self.node, request.into_inner()).await?,
+        ))
+    }
+
+    async fn list(
+        &self,
+        request: Request<ListLocksRequest>,
+    ) -> Result<Response<ListLocksResponse>, Status> {
+        Ok(Response::new(list(&self.node, request.into_inner()).await?))
+    }
+}
+
+#[tonic::async_trait]
+impl Lease for LeaseApi {
+    async fn grant(
+        &self,
+        request: Request<GrantRequest>,
+    ) -> Result<Response<GrantResponse>, Status> {
+        Ok(Response::new(
+            grant(&self.node, request.into_inner()).await?,
+        ))
+    }
+
+    async fn keep_alive(
+        &self,
+        request: Request<KeepAliveRequest>,
+    ) -> Result<Response<KeepAliveResponse>, Status> {
+        Ok(Response::new(
+            keep_alive(&self.node, request.get_ref()).await?,
+        ))
+    }
+
+    type KeepAliveStreamStream = AnswerStream<KeepAliveResponse>;
+
+    async fn keep_alive_stream(
+        &self,
+        request: Request<Streaming<KeepAliveRequest>>,
+    ) -> Result<Response<Self::KeepAliveStreamStream>, Status> {
+        let requests = request.into_inner();
+        Ok(Response::new(keepalive_stream::spawn(
+            self.node.clone(),
+            requests,
+        )))
+    }
+
+    async fn revoke(
+        &self,
+        request: Request<RevokeRequest>,
+    ) -> Result<Response<RevokeResponse>, Status> {
+        Ok(Response::new(
+            revoke(&self.node, request.into_inner()).await?,
+        ))
+    }
+
+    async fn get(
+        &self,
+        request: Request<GetLeaseRequest>,
+    ) -> Result<Response<GetLeaseResponse>, Status> {
+        Ok(Response::new(
+            get_lease(&self.node, request.into_inner()).await?,
+        ))
+    }
+}
+
+#[tonic::async_trait]
+impl FencedStore for FencedApi {
+    async fn put(
+        &self,
+        request: Request<FencedPutRequest>,
+    ) -> Result<Response<FencedPutResponse>, Status> {
+        Ok(Response::new(
+            fenced_put(&self.node, request.into_inner()).await?,
+        ))
+    }
+
+    async fn get(
+        &self,
+        request: Request<FencedGetRequest>,
+    ) -> Result<Response<FencedGetResponse>, Status> {
+        Ok(Response::new(
+            fenced_get(&self.node, request.into_inner()).await?,
+        ))
+    }
+}
+
+#[tonic::async_trait]
+impl Watch for WatchApi {
+    type EventsStream = EventStream;
+
+    async fn events(
+        &self,
+        request: Request<EventsRequest>,
+    ) -> Result<Response<Self::EventsStream>, Status> {
+        Ok(Response::new(events(&self.node, request.into_inner())?))
+    }
+}
