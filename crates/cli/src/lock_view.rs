@@ -8,10 +8,9 @@
 //! Times relative to "now" use the server's wall time from the reply header
 //! (`now_unix_ms`), so they do not depend on this host's clock.
 
-use crate::output::owner_json;
 use leasehold_client::owner_process;
 use leasehold_client::show::{self, approx, human, local_time, ms_between};
-use leasehold_client::wire::{Holder, LockInfo, OwnerInfo, Waiter};
+use leasehold_client::wire::{owner_json, Holder, LockInfo, OwnerInfo, Waiter};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -29,7 +28,7 @@ pub fn lock_json(lock: &LockInfo) -> Value {
         "token": h.map(|h| h.token),
         "lease": h.map(|h| h.lease),
         "owner": owner.map(|o| o.owner.clone()),
-        "owner_info": owner_json(owner),
+        "owner_info": owner.map_or(Value::Null, owner_json),
         "owner_process": owner.map(|o| owner_process(o).as_str()),
         "lease_ttl_ms": h.map(|h| h.lease_ttl_ms),
         "lease_remaining_ms": h.map(|h| h.lease_remaining_ms),

@@ -1,28 +1,13 @@
 //! Output helpers: JSON documents (exactly one per `--json` invocation, on
-//! stdout), aligned human tables, and an owner as JSON. Commands describe
+//! stdout) and aligned human tables. Commands describe
 //! *what* to print; a lock's shape is in `lock_view.rs`, and the wording of
 //! durations, times and owners is the client library's (`show`).
 
-use leasehold_client::wire::OwnerInfo;
-use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use serde_json::Value;
 
 /// Prints one JSON document on stdout.
 pub fn print_json(value: &Value) {
     println!("{value}");
-}
-
-/// An owner as JSON (labels sorted, for stable output).
-pub fn owner_json(owner: Option<&OwnerInfo>) -> Value {
-    let Some(o) = owner else { return Value::Null };
-    let labels: BTreeMap<&String, &String> = o.labels.iter().collect();
-    json!({
-        "owner": o.owner,
-        "host": o.host,
-        "pid": o.pid,
-        "process_start_unix_ms": o.process_start_unix_ms,
-        "labels": labels,
-    })
 }
 
 /// Renders rows as a table with columns padded to their widest cell.

@@ -6,6 +6,7 @@
 //! it. Re-exported here so a caller needs no dependency on the generated
 //! protocol crate.
 
+pub use leasehold_proto::json::{event_json, owner_json};
 pub use leasehold_proto::v1::{
     EndedHold, Event, FailedRelease, ForceReleaseRecord, GetLockResponse, HeldLock, Holder,
     IncidentsResponse, LeaseInfo, ListLocksResponse, LockInfo, Member, MembershipResponse,

@@ -24,15 +24,17 @@
 
 use crate::api::cluster::View;
 use crate::api::convert::lock_to_wire;
+use crate::api::events::event_to_wire;
 use crate::api::Node;
 use crate::clock::wall_unix_ms;
-use crate::events::{LockEvent, EVENTS_REMEMBERED};
+use crate::events::EVENTS_REMEMBERED;
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use leasehold_core::limits;
+use leasehold_proto::json::{event_json, owner_json};
 use leasehold_proto::v1 as pb;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -109,7 +111,7 @@ async fn events(State(node): State<Arc<Node>>, RawQuery(query): RawQuery) -> Res
         .events
         .recent(&query.prefix, query.limit)
         .iter()
-        .map(event_json)
+        .map(|event| event_json(&event_to_wire(event)))
         .collect();
     json_response(&json!({
         "server_time_unix_ms": wall_unix_ms(),
@@ -202,32 +204,6 @@ fn lock_json(lock: &pb::LockInfo) -> Value {
         "lock_delay_remaining_ms": lock.lock_delay_remaining_ms,
         "prefix_hold_p99_ms": lock.prefix_hold_p99_ms,
         "prefix_holds": lock.prefix_holds,
-    })
-}
-
-fn owner_json(owner: &pb::OwnerInfo) -> Value {
-    json!({
-        "owner": owner.owner,
-        "host": owner.host,
-        "pid": owner.pid,
-        "process_start_unix_ms": owner.process_start_unix_ms,
-        "labels": owner.labels,
-    })
-}
-
-fn event_json(event: &LockEvent) -> Value {
-    json!({
-        "kind": event.kind.as_str(),
-        "lock": event.lock,
-        "lease": event.lease,
-        "owner": event.owner,
-        "token": event.token,
-        "revision": event.revision,
-        "at_unix_ms": event.at_unix_ms,
-        "detail": event.detail,
-        "key": event.key,
-        "highest_token": event.highest_token,
-        "highest_lock": event.highest_lock,
     })
 }
 

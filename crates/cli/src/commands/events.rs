@@ -15,9 +15,9 @@ use super::Global;
 use crate::error::{exit_for, CliError};
 use crate::exit::Exit;
 use crate::output::print_json;
-use leasehold_client::wire::Event;
+use leasehold_client::wire::{event_json, Event};
 use leasehold_client::{Error, EventStream, EventsQuery};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::io::Write;
 use std::time::Duration;
 
@@ -167,23 +167,6 @@ async fn stop_signal() {
             let _ = tokio::signal::ctrl_c().await;
         }
     }
-}
-
-/// An event as JSON (the wire fields, `kind` by its stable name).
-pub fn event_json(event: &Event) -> Value {
-    json!({
-        "kind": event.kind,
-        "lock": event.lock,
-        "lease": event.lease,
-        "owner": event.owner,
-        "token": event.token,
-        "revision": event.revision,
-        "at_unix_ms": event.at_unix_ms,
-        "detail": event.detail,
-        "key": event.key,
-        "highest_token": event.highest_token,
-        "highest_lock": event.highest_lock,
-    })
 }
 
 /// An event as one human line: local time, kind, lock, then `key=value`

@@ -5,8 +5,9 @@ use super::Global;
 use crate::duration;
 use crate::error::CliError;
 use crate::exit::Exit;
-use crate::output::{owner_json, print_json};
+use crate::output::print_json;
 use leasehold_client::show::{approx, human};
+use leasehold_client::wire::owner_json;
 use leasehold_client::{owner_info, Client, LeaseId, Renewed};
 use serde_json::json;
 use std::time::Duration;
@@ -194,7 +195,7 @@ async fn get_cmd(client: &Client, args: GetArgs) -> Result<(), CliError> {
             "lease": info.id,
             "ttl_ms": info.ttl_ms,
             "remaining_ms": info.remaining_ms,
-            "owner": owner_json(info.owner.as_ref()),
+            "owner": info.owner.as_ref().map_or(serde_json::Value::Null, owner_json),
             "holds": info.holds,
             "waits": info.waits,
             "granted_revision": info.granted_revision,

@@ -115,7 +115,7 @@ fn lagged(missed: u64) -> ApiError {
 }
 
 /// A recorded event on the wire.
-fn event_to_wire(event: &LockEvent) -> Event {
+pub(crate) fn event_to_wire(event: &LockEvent) -> Event {
     Event {
         kind: event.kind.as_str().to_owned(),
         lock: event.lock.clone(),

@@ -8,7 +8,7 @@ mod acquire;
 pub(crate) mod cluster;
 pub(crate) mod convert;
 mod error;
-mod events;
+pub(crate) mod events;
 mod fenced_get;
 mod fenced_put;
 mod force_release;
