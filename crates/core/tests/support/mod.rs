@@ -2,6 +2,8 @@
 //! lease slots, 3 lock names and 2 fenced-store keys, and their translation into commands against
 //! the current state (so "release with the right token" finds the token).
 
+pub mod checks;
+
 use leasehold_core::{
     Acquire, Command, FencedKey, LeaseId, LockName, OwnerInfo, RequestId, State, Token,
 };
