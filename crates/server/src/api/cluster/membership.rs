@@ -258,23 +258,9 @@ fn raft_error(error: RaftError<u64, ClientWriteError<u64, BasicNode>>) -> ApiErr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::cluster::test_support::{members, reason};
     use openraft::error::{ForwardToLeader, InProgress};
-    use std::collections::BTreeMap;
     use tonic::{Code, Status};
-
-    fn members(voters: &[u64], learners: &[u64]) -> Members {
-        let nodes = voters
-            .iter()
-            .chain(learners)
-            .map(|&id| (id, BasicNode::new(format!("10.0.0.{id}:7420"))))
-            .collect::<BTreeMap<_, _>>();
-        Membership::new(vec![voters.iter().copied().collect()], nodes)
-    }
-
-    fn reason(error: ApiError) -> (Code, String) {
-        let status = Status::from(error);
-        (status.code(), status.message().to_owned())
-    }
 
     #[test]
     fn addresses_must_be_host_and_port() {

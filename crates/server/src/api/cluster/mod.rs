@@ -5,6 +5,8 @@
 mod membership;
 mod probe;
 mod status;
+#[cfg(test)]
+mod test_support;
 
 pub(crate) use status::View;
 

@@ -108,26 +108,12 @@ fn check_probed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use openraft::{BasicNode, Membership};
-    use std::collections::BTreeMap;
-    use tonic::{Code, Status};
-
-    fn members(voters: &[u64]) -> Members {
-        let nodes = voters
-            .iter()
-            .map(|&id| (id, BasicNode::new(format!("10.0.0.{id}:7420"))))
-            .collect::<BTreeMap<_, _>>();
-        Membership::new(vec![voters.iter().copied().collect()], nodes)
-    }
-
-    fn reason(error: ApiError) -> (Code, String) {
-        let status = Status::from(error);
-        (status.code(), status.message().to_owned())
-    }
+    use crate::api::cluster::test_support::{members, reason};
+    use tonic::Code;
 
     #[test]
     fn a_probed_node_must_be_the_one_named_and_in_no_other_cluster() {
-        let ours = members(&[1, 2, 3]);
+        let ours = members(&[1, 2, 3], &[]);
         let member = |id, addr: &str| leasehold_proto::v1::Member {
             id,
             addr: addr.into(),
