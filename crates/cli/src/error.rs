@@ -141,6 +141,15 @@ mod tests {
                 },
                 Exit::Ownership,
             ),
+        ];
+        for (error, exit) in cases {
+            assert_eq!(exit_for(&error), exit, "{error:?}");
+        }
+    }
+
+    #[test]
+    fn unreachable_internal_and_unknown_reasons_have_their_exit_codes() {
+        let cases = [
             (
                 Error::Unavailable {
                     message: "down".into(),
