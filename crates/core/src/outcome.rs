@@ -53,6 +53,10 @@ pub enum Reply {
         released: Vec<LockName>,
         lease_revoked: bool,
     },
+    /// An auth change applied. Appended last so stored replies still decode.
+    AuthChanged,
+    /// An audit entry was appended as record `seq`.
+    Audited { seq: u64 },
 }
 
 /// Why a holder stopped holding a lock.
