@@ -36,6 +36,10 @@ pub struct ServeConfig {
     /// list: each cluster formed at the same addresses needs its own (like
     /// etcd's `--initial-cluster-token`). Used only on an empty data dir.
     pub cluster_token: String,
+    /// Make this principal an admin once this node leads, if nobody is
+    /// admin yet, and print a one-time token for it (`serve
+    /// --bootstrap-admin`).
+    pub bootstrap_admin: Option<String>,
 }
 
 impl ServeConfig {
@@ -51,6 +55,7 @@ impl ServeConfig {
             peers: BTreeMap::new(),
             join: false,
             cluster_token: crate::identity::DEFAULT_CLUSTER_TOKEN.into(),
+            bootstrap_admin: None,
         }
     }
 

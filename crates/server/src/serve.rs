@@ -3,7 +3,7 @@
 //! pages). The order matters: the apply hub exists before storage opens
 //! (replay at start-up already feeds it), and the timers start after Raft.
 
-use crate::api::{ClusterApi, FencedApi, LeaseApi, LockApi, Node, WatchApi};
+use crate::api::{AuthApi, ClusterApi, FencedApi, LeaseApi, LockApi, Node, WatchApi};
 use crate::clock::{Clock, TokioClock};
 use crate::connections::ConnectionLimit;
 use crate::hub::ApplyHub;
@@ -14,6 +14,7 @@ use crate::sinks::Sinks;
 use crate::timers;
 use crate::{health, http, raft, reflection, storage, ServeConfig, ServeError};
 use leasehold_core::limits;
+use leasehold_proto::v1::auth_server::AuthServer;
 use leasehold_proto::v1::cluster_server::ClusterServer;
 use leasehold_proto::v1::fenced_store_server::FencedStoreServer;
 use leasehold_proto::v1::lease_server::LeaseServer;
@@ -80,15 +81,25 @@ pub async fn serve_on(
         raft.clone(),
         config.node_id,
     );
+    let refusals = Arc::new(crate::auth::Refusals::new(proposer.clone()));
     let node = Arc::new(Node {
         node_id: config.node_id,
         raft: raft.clone(),
+        refusals,
         proposer,
         quorum,
         state,
         sinks,
         identity,
     });
+    if let Some(principal) = &config.bootstrap_admin {
+        let principal = leasehold_core::auth::Principal::parse(principal)
+            .map_err(|e| ServeError::Config(format!("--bootstrap-admin: {e}")))?;
+        tokio::spawn(crate::api::auth::bootstrap_when_leading(
+            node.clone(),
+            principal,
+        ));
+    }
     let result = serve_port(node, listener, shutdown).await;
     if let Err(error) = raft.shutdown().await {
         tracing::warn!(%error, "raft did not shut down cleanly");
@@ -168,6 +179,7 @@ fn grpc_routes(node: &Arc<Node>) -> Result<Routes, ServeError> {
         LockServer::new(LockApi::new(node.clone())).max_decoding_message_size(DECODE_BYTES_MAX),
     )
     .add_service(ClusterServer::new(ClusterApi::new(node.clone())))
+    .add_service(AuthServer::new(AuthApi::new(node.clone())))
     .add_service(
         WatchServer::new(WatchApi::new(node.clone())).max_decoding_message_size(DECODE_BYTES_MAX),
     )

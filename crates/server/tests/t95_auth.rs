@@ -1,0 +1,234 @@
+//! Auth over the wire, against a real server: bootstrap once from loopback,
+//! bearer tokens, PermissionDenied naming principal, verb and prefix, lease
+//! ownership (another principal's lease can be neither renewed, revoked nor
+//! used), force release needing `force` and its refusal in the audit trail,
+//! revoked and expired tokens refused on the next call.
+
+use leasehold_proto::status::error_detail;
+use leasehold_proto::v1::auth_client::AuthClient;
+use leasehold_proto::v1::*;
+use leasehold_testkit::grpc::{acquire, revoke};
+use leasehold_testkit::{eventually, TestServer};
+use std::time::Duration;
+use tonic::transport::Channel;
+use tonic::{Code, Request};
+
+/// A request carrying `secret` as its bearer token.
+fn with<T>(secret: &str, message: T) -> Request<T> {
+    let mut request = Request::new(message);
+    let value = format!("Bearer {secret}").parse().unwrap();
+    request.metadata_mut().insert("authorization", value);
+    request
+}
+
+async fn token(
+    auth: &mut AuthClient<Channel>,
+    root: &str,
+    who: &str,
+    expires_in_ms: u64,
+) -> String {
+    let create = CreateTokenRequest {
+        principal: who.into(),
+        expires_in_ms,
+    };
+    auth.create_token(with(root, create))
+        .await
+        .unwrap()
+        .into_inner()
+        .secret
+}
+
+/// Bootstraps root, gives alice and bob `lock` on `jobs/`, enables auth;
+/// returns the secrets of root, alice and bob.
+async fn secure(auth: &mut AuthClient<Channel>) -> (String, String, String) {
+    let boot = BootstrapRequest {
+        principal: "root".into(),
+    };
+    let root = auth
+        .bootstrap(boot.clone())
+        .await
+        .unwrap()
+        .into_inner()
+        .secret;
+    let again = auth.bootstrap(boot).await.unwrap_err();
+    assert!(
+        again.message().contains("an admin exists already"),
+        "{again:?}"
+    );
+    let grant = GrantRoleRequest {
+        role: "dev".into(),
+        prefix: "jobs/".into(),
+        verb: "lock".into(),
+        deny: false,
+    };
+    auth.grant_role(with(&root, grant)).await.unwrap();
+    for who in ["alice", "bob"] {
+        let add = AddUserRequest {
+            principal: who.into(),
+            roles: vec!["dev".into()],
+        };
+        auth.add_user(with(&root, add)).await.unwrap();
+    }
+    auth.enable(with(&root, EnableAuthRequest {}))
+        .await
+        .unwrap();
+    let alice = token(auth, &root, "alice", 0).await;
+    let bob = token(auth, &root, "bob", 0).await;
+    (root, alice, bob)
+}
+
+fn assert_denied(status: &tonic::Status, principal: &str, verb: &str, prefix: &str) {
+    assert_eq!(status.code(), Code::PermissionDenied, "{status:?}");
+    let detail = error_detail(status).expect("a detail");
+    assert_eq!(detail.reason, "PermissionDenied");
+    assert_eq!(
+        (detail.principal.as_str(), detail.verb.as_str()),
+        (principal, verb)
+    );
+    assert_eq!(detail.prefix, prefix);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t95_permissions_ownership_force_and_tokens() {
+    let server = TestServer::start().await;
+    let mut auth = AuthClient::new(server.channel().await);
+    let (mut leases, mut locks) = (server.leases().await, server.locks().await);
+    let (root, alice, bob) = secure(&mut auth).await;
+
+    // Anonymous: Unauthenticated.
+    let grant = GrantRequest {
+        ttl_ms: 10_000,
+        ..Default::default()
+    };
+    let anonymous = leases.grant(grant.clone()).await.unwrap_err();
+    assert_eq!(anonymous.code(), Code::Unauthenticated, "{anonymous:?}");
+
+    // alice locks under jobs/, not under db/.
+    let lease = leases
+        .grant(with(&alice, grant.clone()))
+        .await
+        .unwrap()
+        .into_inner()
+        .lease;
+    let held = locks
+        .acquire(with(&alice, acquire(lease, "jobs/x", 0)))
+        .await
+        .unwrap()
+        .into_inner()
+        .token;
+    let denied = locks
+        .acquire(with(&alice, acquire(lease, "db/x", 0)))
+        .await
+        .unwrap_err();
+    assert_denied(&denied, "alice", "lock", "db/");
+    assert!(
+        denied
+            .message()
+            .contains("principal alice may not lock db/x"),
+        "{denied:?}"
+    );
+
+    // bob can neither renew, revoke nor use alice's lease.
+    let keep = KeepAliveRequest {
+        lease,
+        ..Default::default()
+    };
+    let renew = leases
+        .keep_alive(with(&bob, keep.clone()))
+        .await
+        .unwrap_err();
+    assert_eq!(renew.code(), Code::PermissionDenied, "{renew:?}");
+    assert!(
+        renew.message().contains("belongs to principal alice"),
+        "{renew:?}"
+    );
+    assert_eq!(
+        leases
+            .revoke(with(&bob, revoke(lease)))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::PermissionDenied
+    );
+    let used = locks
+        .acquire(with(&bob, acquire(lease, "jobs/y", 0)))
+        .await
+        .unwrap_err();
+    assert_eq!(used.code(), Code::PermissionDenied);
+    leases.keep_alive(with(&alice, keep)).await.unwrap();
+
+    // Force release needs `force`: refused for bob, and audited.
+    let force = ForceReleaseRequest {
+        name: "jobs/x".into(),
+        expected_token: held,
+        reason: "stuck".into(),
+        allow_unfenced: true,
+        ..Default::default()
+    };
+    let refused = locks
+        .force_release(with(&bob, force.clone()))
+        .await
+        .unwrap_err();
+    assert_denied(&refused, "bob", "force", "jobs/");
+    eventually(
+        "bob's refused force release is in the audit trail",
+        Duration::from_secs(10),
+        async || {
+            let request = with(&root, AuditRequest::default());
+            let mut stream = auth.audit(request).await.unwrap().into_inner();
+            let mut found = false;
+            while let Some(record) = stream.message().await.unwrap() {
+                found |= record.kind == "refused"
+                    && record.principal == "bob"
+                    && record.verb == "force"
+                    && record.name == "jobs/x";
+            }
+            found
+        },
+    )
+    .await;
+    locks.force_release(with(&root, force)).await.unwrap();
+
+    // A revoked token is refused on the next call.
+    let listed = auth
+        .list_tokens(with(&root, ListTokensRequest {}))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed
+        .tokens
+        .iter()
+        .all(|t| !alice.contains(&t.id) || t.principal == "alice"));
+    let id = listed
+        .tokens
+        .iter()
+        .find(|t| alice.contains(&format!("_{}_", t.id)))
+        .unwrap()
+        .id
+        .clone();
+    auth.revoke_token(with(&root, RevokeTokenRequest { id }))
+        .await
+        .unwrap();
+    let revoked = leases.grant(with(&alice, grant.clone())).await.unwrap_err();
+    assert_eq!(revoked.code(), Code::Unauthenticated, "{revoked:?}");
+    assert!(
+        revoked.message().contains("unknown or revoked"),
+        "{revoked:?}"
+    );
+
+    // A token whose expiry has passed is refused.
+    let brief = token(&mut auth, &root, "bob", 1).await;
+    eventually(
+        "the 1 ms token expires",
+        Duration::from_secs(10),
+        async || match leases.grant(with(&brief, grant.clone())).await {
+            Err(status) => {
+                status.code() == Code::Unauthenticated && status.message().contains("expired")
+            }
+            Ok(_) => false,
+        },
+    )
+    .await;
+    // bob's own token still works.
+    leases.grant(with(&bob, grant)).await.unwrap();
+}
