@@ -183,6 +183,10 @@ pub enum Effect {
         token: Token,
         delay_ms: u64,
     },
+    /// A record was appended to the audit trail (a refusal, an auth or
+    /// membership change, a force release): reported as an event of its
+    /// own kind.
+    Audited(crate::auth::AuditRecord),
     /// `lease` joined the queue of `name`, waiting at most `wait_ms`: arm a
     /// timer that proposes `CancelWait { timed_out: true }` when the wait
     /// runs out (every node arms it, so a new leader knows it).

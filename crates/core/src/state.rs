@@ -105,7 +105,10 @@ impl State {
     pub fn apply(&mut self, command: Command, at_unix_ms: u64) -> Applied {
         let revision_before = self.revision;
         let mut effects = Vec::new();
+        let audited_from = self.auth.audit().next_seq();
         let outcome = self.apply_authorized(command, at_unix_ms, &mut effects);
+        let audited = self.auth.audit().since(audited_from).cloned();
+        effects.extend(audited.map(crate::Effect::Audited));
         // Negative space: the revision moves by at most one per command, and
         // a command that produced no lease, lock or fenced-store change left
         // it alone.

@@ -40,6 +40,9 @@ pub struct ServeConfig {
     /// admin yet, and print a one-time token for it (`serve
     /// --bootstrap-admin`).
     pub bootstrap_admin: Option<String>,
+    /// `/metrics` needs `observe` while auth is enabled (`serve
+    /// --metrics-auth`); otherwise it is open, like `/healthz`.
+    pub metrics_auth: bool,
 }
 
 impl ServeConfig {
@@ -56,6 +59,7 @@ impl ServeConfig {
             join: false,
             cluster_token: crate::identity::DEFAULT_CLUSTER_TOKEN.into(),
             bootstrap_admin: None,
+            metrics_auth: false,
         }
     }
 

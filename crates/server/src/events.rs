@@ -39,6 +39,9 @@ pub enum EventKind {
     /// A fenced-store write was refused (stale token, not the holder, no
     /// such lock, a store limit): the trace a stale writer leaves.
     FencedPutRefused,
+    /// A record joined the audit trail: a refused request, an auth or
+    /// membership change, a force release (`detail` says which and why).
+    Audit,
 }
 
 impl EventKind {
@@ -52,6 +55,7 @@ impl EventKind {
             EventKind::WaiterTimedOut => "waiter-timed-out",
             EventKind::ReleaseFailed => "release-failed",
             EventKind::FencedPutRefused => "fenced-put-refused",
+            EventKind::Audit => "audit",
         }
     }
 }
@@ -179,6 +183,28 @@ impl EventLog {
     pub fn release_failed(&self, at: Stamp, about: About, error: &LockError) {
         let kind = EventKind::ReleaseFailed;
         self.record(LockEvent::new(at, kind, about, error.to_string()));
+    }
+
+    /// A record joined the audit trail: its name as the lock, its
+    /// principal as the owner, and kind, verb and detail as the detail.
+    pub fn audited(&self, at: Stamp, record: &leasehold_core::auth::AuditRecord) {
+        let entry = &record.entry;
+        let verb = entry.verb.map_or("-", |v| v.as_str());
+        let detail = format!("{} {verb}: {}", entry.kind.as_str(), entry.detail);
+        let event = LockEvent {
+            kind: EventKind::Audit,
+            lock: entry.name.clone(),
+            lease: 0,
+            owner: entry.principal.clone(),
+            token: 0,
+            revision: at.revision,
+            at_unix_ms: at.at_unix_ms,
+            detail,
+            key: String::new(),
+            highest_token: 0,
+            highest_lock: String::new(),
+        };
+        self.record(event);
     }
 
     /// A fenced put was refused: the key, the writer and the key's highest

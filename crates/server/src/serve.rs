@@ -100,7 +100,7 @@ pub async fn serve_on(
             principal,
         ));
     }
-    let result = serve_port(node, listener, shutdown).await;
+    let result = serve_port(node, listener, config.metrics_auth, shutdown).await;
     if let Err(error) = raft.shutdown().await {
         tracing::warn!(%error, "raft did not shut down cleanly");
     }
@@ -131,6 +131,7 @@ async fn open_storage(
 async fn serve_port(
     node: Arc<Node>,
     listener: TcpListener,
+    metrics_auth: bool,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let (stopping, stop) = tokio::sync::watch::channel(false);
@@ -142,7 +143,7 @@ async fn serve_port(
     let router = grpc_routes(&node)?
         .add_service(health)
         .into_axum_router()
-        .merge(http::router(node))
+        .merge(http::router(node, metrics_auth))
         .fallback(http::not_found);
     let limit = ConnectionLimit::server_default();
     let incoming = TcpListenerStream::new(listener).filter_map(move |accepted| {

@@ -4,11 +4,15 @@
 //! used), force release needing `force` and its refusal in the audit trail,
 //! revoked and expired tokens refused on the next call.
 
+#[path = "support/prometheus.rs"]
+mod prometheus;
+
 use leasehold_proto::status::error_detail;
 use leasehold_proto::v1::auth_client::AuthClient;
 use leasehold_proto::v1::*;
 use leasehold_testkit::grpc::{acquire, revoke};
 use leasehold_testkit::{eventually, TestServer};
+use prometheus::{http_get, http_get_with};
 use std::time::Duration;
 use tonic::transport::Channel;
 use tonic::{Code, Request};
@@ -187,6 +191,22 @@ async fn t95_permissions_ownership_force_and_tokens() {
         },
     )
     .await;
+    // The refusal is also an event of its own kind.
+    let mut watch = leasehold_proto::v1::watch_client::WatchClient::new(server.channel().await);
+    let request = with(&root, EventsRequest::default());
+    let mut events = watch.events(request).await.unwrap().into_inner();
+    let mut audit_event = None;
+    while let Some(event) = events.message().await.unwrap() {
+        if event.kind == "audit" && event.owner == "bob" {
+            audit_event = Some(event);
+        }
+    }
+    let audit_event = audit_event.expect("an audit event for bob's refusal");
+    assert_eq!(audit_event.lock, "jobs/x");
+    assert!(
+        audit_event.detail.starts_with("refused force"),
+        "{audit_event:?}"
+    );
     locks.force_release(with(&root, force)).await.unwrap();
 
     // A revoked token is refused on the next call.
@@ -231,4 +251,63 @@ async fn t95_permissions_ownership_force_and_tokens() {
     .await;
     // bob's own token still works.
     leases.grant(with(&bob, grant)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t95_http_pages_need_observe_and_metrics_only_with_metrics_auth() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_with(dir, |config| config.metrics_auth = true).await;
+    let mut auth = AuthClient::new(server.channel().await);
+    let (root, alice, _bob) = secure(&mut auth).await;
+    let bearer = |secret: &str| format!("authorization: Bearer {secret}\r\n");
+    for path in ["/healthz", "/readyz"] {
+        assert_eq!(http_get(&server.endpoint, path).await.0, 200, "{path}");
+    }
+    for path in ["/", "/api/locks", "/metrics"] {
+        let (status, body) = http_get(&server.endpoint, path).await;
+        assert_eq!(status, 401, "{path}: {body}");
+        // alice may lock jobs/ only: not observe everything.
+        let (status, body) = http_get_with(&server.endpoint, path, &bearer(&alice)).await;
+        assert_eq!(status, 403, "{path}: {body}");
+        assert!(body.contains("principal alice may not observe"), "{body}");
+        let (status, body) = http_get_with(&server.endpoint, path, &bearer(&root)).await;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t95_metrics_stay_open_without_metrics_auth_and_quotas_name_the_principal() {
+    let server = TestServer::start().await;
+    let mut auth = AuthClient::new(server.channel().await);
+    let (root, alice, _bob) = secure(&mut auth).await;
+    assert_eq!(http_get(&server.endpoint, "/metrics").await.0, 200);
+    assert_eq!(http_get(&server.endpoint, "/api/locks").await.0, 401);
+
+    let quota = SetUserQuotaRequest {
+        principal: "alice".into(),
+        leases: Some(1),
+        ..Default::default()
+    };
+    auth.set_user_quota(with(&root, quota)).await.unwrap();
+    let mut leases = server.leases().await;
+    let grant = GrantRequest {
+        ttl_ms: 10_000,
+        ..Default::default()
+    };
+    leases.grant(with(&alice, grant.clone())).await.unwrap();
+    let refused = leases.grant(with(&alice, grant)).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert!(
+        refused
+            .message()
+            .contains("principal alice reached its leases quota (1)"),
+        "{refused:?}"
+    );
+    let users = auth
+        .list_users(with(&root, ListUsersRequest {}))
+        .await
+        .unwrap()
+        .into_inner();
+    let alice_row = users.users.iter().find(|u| u.principal == "alice").unwrap();
+    assert_eq!((alice_row.quota_leases, alice_row.leases), (Some(1), 1));
 }

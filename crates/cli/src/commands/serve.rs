@@ -47,6 +47,10 @@ pub struct ServeArgs {
     /// one-time token for it on stderr.
     #[arg(long, value_name = "PRINCIPAL")]
     pub bootstrap_admin: Option<String>,
+    /// With auth enabled, `/metrics` needs `observe` too (default: open,
+    /// like `/healthz` and `/readyz`).
+    #[arg(long)]
+    pub metrics_auth: bool,
     /// Log entries between snapshots (default 20000). Hidden: tests lower it
     /// (also through the environment, for nodes a shared harness starts) so
     /// that a new member must catch up by snapshot.
@@ -116,6 +120,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     config.join = args.join;
     config.cluster_token = args.cluster_token.clone();
     config.bootstrap_admin = args.bootstrap_admin.clone();
+    config.metrics_auth = args.metrics_auth;
     if let Some(entries) = args.snapshot_every {
         config.snapshot_every_entries = entries;
     }
