@@ -255,7 +255,7 @@ fn check_max(field: &str, value: u64, limit: Limit) -> Result<(), LockError> {
 }
 
 /// Free text: at most `limit` bytes, no control characters.
-fn check_text(field: &str, value: &str, limit: Limit) -> Result<(), LockError> {
+pub(crate) fn check_text(field: &str, value: &str, limit: Limit) -> Result<(), LockError> {
     let max = limit.value();
     if value.len() as u64 > max {
         return Err(LockError::over_limit(

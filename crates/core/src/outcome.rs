@@ -184,8 +184,8 @@ pub enum Effect {
         delay_ms: u64,
     },
     /// A record was appended to the audit trail (a refusal, an auth or
-    /// membership change, a force release): reported as an event of its
-    /// own kind.
+    /// membership change; a force release is reported by its `LockFreed`):
+    /// reported as an event of its own kind.
     Audited(crate::auth::AuditRecord),
     /// `lease` joined the queue of `name`, waiting at most `wait_ms`: arm a
     /// timer that proposes `CancelWait { timed_out: true }` when the wait

@@ -107,8 +107,10 @@ impl State {
         let mut effects = Vec::new();
         let audited_from = self.auth.audit().next_seq();
         let outcome = self.apply_authorized(command, at_unix_ms, &mut effects);
-        let audited = self.auth.audit().since(audited_from).cloned();
-        effects.extend(audited.map(crate::Effect::Audited));
+        // A force release has effects of its own (`LockFreed` with `forced`).
+        let audited = self.auth.audit().since(audited_from);
+        let audited = audited.filter(|r| r.entry.kind != crate::auth::AuditKind::ForceRelease);
+        effects.extend(audited.cloned().map(crate::Effect::Audited));
         // Negative space: the revision moves by at most one per command, and
         // a command that produced no lease, lock or fenced-store change left
         // it alone.
@@ -181,22 +183,9 @@ impl State {
                 value,
                 request_id,
             } => self.fenced_put(lock, token, key, value, request_id, effects),
-            Command::ForceRelease {
-                name,
-                expected_token,
-                reason,
-                caller,
-                allow_unfenced,
-                revoke_lease,
-            } => {
-                let force = force::ForceRelease {
-                    name,
-                    expected_token,
-                    reason,
-                    caller: self.recorded_caller(principal, caller),
-                    allow_unfenced,
-                    revoke_lease,
-                };
+            Command::ForceRelease { .. } => {
+                let mut force = force::ForceRelease::try_from(command).expect("a force release");
+                force.caller = self.recorded_caller(principal, force.caller);
                 self.force_release(force, at_unix_ms, effects)
             }
             Command::Auth(change) => self.apply_auth(change, principal, at_unix_ms),

@@ -40,7 +40,8 @@ pub enum EventKind {
     /// such lock, a store limit): the trace a stale writer leaves.
     FencedPutRefused,
     /// A record joined the audit trail: a refused request, an auth or
-    /// membership change, a force release (`detail` says which and why).
+    /// membership change (`detail` says which and why; force releases are
+    /// `ForceReleased` events).
     Audit,
 }
 
@@ -118,11 +119,22 @@ impl LockEvent {
     /// refused fenced puts left empty).
     fn new(at: Stamp, kind: EventKind, about: About, detail: String) -> LockEvent {
         LockEvent {
-            kind,
             lock: about.name.to_string(),
             lease: about.lease.0,
             owner: about.owner.to_owned(),
             token: about.token,
+            ..LockEvent::bare(at, kind, detail)
+        }
+    }
+
+    /// An event of `kind` at `at` with `detail` and every other field empty.
+    fn bare(at: Stamp, kind: EventKind, detail: String) -> LockEvent {
+        LockEvent {
+            kind,
+            lock: String::new(),
+            lease: 0,
+            owner: String::new(),
+            token: 0,
             revision: at.revision,
             at_unix_ms: at.at_unix_ms,
             detail,
@@ -186,23 +198,16 @@ impl EventLog {
     }
 
     /// A record joined the audit trail: its name as the lock, its
-    /// principal as the owner, and kind, verb and detail as the detail.
+    /// principal as the owner, and kind, verb and detail as the detail (a
+    /// force release is a `force-released` event, not this one).
     pub fn audited(&self, at: Stamp, record: &leasehold_core::auth::AuditRecord) {
         let entry = &record.entry;
         let verb = entry.verb.map_or("-", |v| v.as_str());
         let detail = format!("{} {verb}: {}", entry.kind.as_str(), entry.detail);
         let event = LockEvent {
-            kind: EventKind::Audit,
             lock: entry.name.clone(),
-            lease: 0,
             owner: entry.principal.clone(),
-            token: 0,
-            revision: at.revision,
-            at_unix_ms: at.at_unix_ms,
-            detail,
-            key: String::new(),
-            highest_token: 0,
-            highest_lock: String::new(),
+            ..LockEvent::bare(at, EventKind::Audit, detail)
         };
         self.record(event);
     }

@@ -137,10 +137,7 @@ async fn t95_permissions_ownership_force_and_tokens() {
         lease,
         ..Default::default()
     };
-    let renew = leases
-        .keep_alive(with(&bob, keep.clone()))
-        .await
-        .unwrap_err();
+    let renew = leases.keep_alive(with(&bob, keep)).await.unwrap_err();
     assert_eq!(renew.code(), Code::PermissionDenied, "{renew:?}");
     assert!(
         renew.message().contains("belongs to principal alice"),

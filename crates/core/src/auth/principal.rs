@@ -2,30 +2,18 @@
 //! certificate's name or a token's user), [`RoleName`] and [`Verb`] (the four
 //! things a role can allow or deny, and which imply which).
 
-use crate::limits::{self, Limit};
+use crate::limits::Limit;
 use crate::LockError;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// Checks an identifier: 1..=`limit` bytes, printable, no whitespace, so it
-/// prints unambiguously in errors, audit lines and `ls` tables.
+/// Checks an identifier: a name-like text (1..=`limit` bytes, no control
+/// characters) without whitespace, so it prints unambiguously in errors,
+/// audit lines and `ls` tables.
 fn check_identifier(field: &str, raw: &str, limit: Limit) -> Result<(), LockError> {
-    if raw.is_empty() {
-        return Err(LockError::invalid(field, "is empty"));
-    }
-    let max = limit.value();
-    if raw.len() as u64 > max {
-        return Err(LockError::over_limit(
-            field,
-            limit,
-            format!("is {} bytes; the limit {limit} is {max}", raw.len()),
-        ));
-    }
-    if raw.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err(LockError::invalid(
-            field,
-            "contains whitespace or a control character",
-        ));
+    crate::name::check_name_text(field, raw, limit)?;
+    if raw.chars().any(char::is_whitespace) {
+        return Err(LockError::invalid(field, "contains whitespace"));
     }
     Ok(())
 }
@@ -77,25 +65,11 @@ impl fmt::Display for RoleName {
     }
 }
 
-/// Checks a rule's name prefix: any byte string a lock name could start
-/// with (the empty prefix covers every name), at most
+/// Checks a rule's name prefix: any text a lock name could start with
+/// (the empty prefix covers every name), at most
 /// [`limits::NAME_BYTES_MAX`] bytes, no control characters.
 pub fn check_prefix(prefix: &str) -> Result<(), LockError> {
-    if prefix.len() > limits::NAME_BYTES_MAX {
-        return Err(LockError::over_limit(
-            "prefix",
-            Limit::NameBytesMax,
-            format!(
-                "is {} bytes; the limit NAME_BYTES_MAX is {}",
-                prefix.len(),
-                limits::NAME_BYTES_MAX
-            ),
-        ));
-    }
-    if prefix.chars().any(|c| c.is_control()) {
-        return Err(LockError::invalid("prefix", "contains a control character"));
-    }
-    Ok(())
+    crate::command::check_text("prefix", prefix, Limit::NameBytesMax)
 }
 
 /// What a rule allows or denies on a prefix.

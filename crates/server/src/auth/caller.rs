@@ -14,7 +14,7 @@ use crate::api::propose::Proposal;
 use crate::api::{ApiError, Node};
 use crate::clock::wall_unix_ms;
 use leasehold_core::auth::{AuditEntry, AuditKind, Principal, Verb};
-use leasehold_core::{Command, LockError};
+use leasehold_core::LockError;
 use tonic::metadata::MetadataMap;
 
 /// The metadata key of the bearer token.
@@ -83,7 +83,7 @@ impl Caller {
         let checked = node
             .state
             .read(|state| state.authorize(self.principal.as_ref(), proposal.command()));
-        let name = command_name(proposal.command());
+        let name = proposal.command().subject();
         self.refused_if(node, checked, None, &name)?;
         Ok(match &self.principal {
             Some(principal) => proposal.on_behalf_of(principal.clone()),
@@ -129,20 +129,5 @@ fn refused_entry(principal: &str, verb: Option<Verb>, name: &str, why: &str) -> 
         verb,
         name: name.to_owned(),
         detail: why.to_owned(),
-    }
-}
-
-/// The lock name a command concerns, for the audit trail (`""`: none).
-fn command_name(command: &Command) -> String {
-    match command {
-        Command::Acquire(a) => a.name.as_str().to_owned(),
-        Command::Release { name, .. } | Command::ForceRelease { name, .. } => {
-            name.as_str().to_owned()
-        }
-        Command::FencedPut { lock, .. } => lock.as_str().to_owned(),
-        Command::KeepAlive { lease } | Command::RevokeLease { lease, .. } => {
-            format!("lease {lease}")
-        }
-        _ => String::new(),
     }
 }
