@@ -308,3 +308,65 @@ async fn t95_metrics_stay_open_without_metrics_auth_and_quotas_name_the_principa
     let alice_row = users.users.iter().find(|u| u.principal == "alice").unwrap();
     assert_eq!((alice_row.quota_leases, alice_row.leases), (Some(1), 1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t95_bootstrap_admin_at_formation_and_a_followed_audit_trail() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_with(dir, |config| {
+        config.bootstrap_admin = Some("root".into());
+    })
+    .await;
+    let mut auth = AuthClient::new(server.channel().await);
+    eventually(
+        "serve --bootstrap-admin made an admin",
+        Duration::from_secs(10),
+        async || {
+            let status = auth
+                .status(AuthStatusRequest {})
+                .await
+                .unwrap()
+                .into_inner();
+            status.admin_exists
+        },
+    )
+    .await;
+    let refused = auth
+        .bootstrap(BootstrapRequest {
+            principal: "eve".into(),
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        refused.message().contains("an admin exists already"),
+        "{refused:?}"
+    );
+
+    // While auth is disabled anyone may change it: follow the trail, then
+    // make a change and see it arrive on the open stream.
+    let follow = AuditRequest {
+        from_seq: 0,
+        follow: true,
+    };
+    let mut trail = auth.audit(follow).await.unwrap().into_inner();
+    let first = trail
+        .message()
+        .await
+        .unwrap()
+        .expect("the bootstrap record");
+    assert_eq!(
+        (first.kind.as_str(), first.detail.as_str()),
+        ("auth_change", "bootstrap: root is admin")
+    );
+    auth.add_role(AddRoleRequest { role: "ops".into() })
+        .await
+        .unwrap();
+    let next = tokio::time::timeout(Duration::from_secs(10), trail.message())
+        .await
+        .expect("a followed record within 10 s")
+        .unwrap()
+        .expect("the stream stays open");
+    assert_eq!(
+        (next.seq, next.detail.as_str()),
+        (first.seq + 1, "role ops added")
+    );
+}
