@@ -62,6 +62,7 @@ fn exit_for_reason(reason: Reason) -> Exit {
         | Reason::Unfenced => Exit::Ownership,
         Reason::Unavailable | Reason::NotLeader => Exit::Unavailable,
         Reason::ResourceExhausted | Reason::Internal => Exit::Other,
+        Reason::PermissionDenied | Reason::Unauthenticated => Exit::Permission,
     }
 }
 

@@ -32,6 +32,12 @@ pub enum Exit {
     /// 6: `leasehold lock`: the lock was lost while the command ran (the
     /// command's process group got SIGTERM, then SIGKILL after `--grace`).
     LockLost = 6,
+    /// 7: permission: the server answered `PermissionDenied` (the principal
+    /// lacks the verb on the name's prefix, or the lease is another
+    /// principal's) or `Unauthenticated` (no identity while auth is
+    /// enabled, or a bad, revoked or expired `--auth-token`). The sentence
+    /// names the principal, the verb and the prefix.
+    Permission = 7,
 }
 
 impl Exit {

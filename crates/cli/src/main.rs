@@ -23,7 +23,7 @@ use clap::{Parser, Subcommand};
 use commands::{
     acquire, fenced, force_release, get, lease, lock, ls, member, release, serve, status, Global,
 };
-use commands::{diagnose, events};
+use commands::{audit, auth, diagnose, events};
 use error::CliError;
 use exit::Exit;
 use std::process::ExitCode;
@@ -80,6 +80,29 @@ enum Command {
     },
     /// Measures throughput and latency against a server.
     Bench(leasehold_bench::BenchArgs),
+    /// Enables, disables or bootstraps auth, or shows its status.
+    Auth {
+        #[command(subcommand)]
+        cmd: auth::AuthCmd,
+    },
+    /// Roles: rules allowing or denying verbs on name prefixes.
+    Role {
+        #[command(subcommand)]
+        cmd: auth::RoleCmd,
+    },
+    /// Users (principals): their roles and quotas.
+    User {
+        #[command(subcommand)]
+        cmd: auth::UserCmd,
+    },
+    /// Bearer tokens: create (shown once), revoke, list.
+    Token {
+        #[command(subcommand)]
+        cmd: auth::TokenCmd,
+    },
+    /// The audit trail: force releases, auth and membership changes,
+    /// refused requests.
+    Audit(audit::AuditArgs),
 }
 
 fn main() -> ExitCode {
@@ -139,5 +162,10 @@ async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
         Command::Status(args) => status::run(args, global).await,
         Command::Member { cmd } => member::run(cmd, global).await,
         Command::Bench(args) => leasehold_bench::run(args).await.map_err(CliError::from),
+        Command::Auth { cmd } => auth::run_auth(cmd, global).await,
+        Command::Role { cmd } => auth::run_role(cmd, global).await,
+        Command::User { cmd } => auth::run_user(cmd, global).await,
+        Command::Token { cmd } => auth::run_token(cmd, global).await,
+        Command::Audit(args) => audit::run(args, global).await,
     }
 }

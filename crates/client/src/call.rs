@@ -12,6 +12,7 @@
 //! carries, whose every attempt takes the stream while it is open and the
 //! unary RPC otherwise (see `session`).
 
+use crate::endpoints::Channel;
 use crate::endpoints::{Endpoints, InUse, Moved};
 use crate::error::{Error, Retry};
 use crate::session::{SessionOp, SessionSlot, Via};
@@ -19,7 +20,6 @@ use crate::Client;
 use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;
-use tonic::transport::Channel;
 
 /// Where one attempt went, and how to move off it when it fails.
 trait Route {

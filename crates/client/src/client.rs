@@ -3,7 +3,7 @@
 //! every lease made from it. Cheap to clone.
 
 use crate::backoff::{Backoff, Jitter};
-use crate::endpoints::{Dial, Endpoints};
+use crate::endpoints::{Bearer, Dial, Endpoints};
 use crate::error::Error;
 use crate::lease::{KeepAliveBuilder, LeaseBuilder};
 use crate::options::ClientOptions;
@@ -46,7 +46,10 @@ impl Client {
             connect_timeout: options.connect_timeout,
             keep_alive_interval: options.keep_alive_interval,
         };
-        let endpoints = Endpoints::connect(endpoints, dial).await?;
+        let bearer = Bearer::new(options.auth_token.as_deref())?;
+        let endpoints = Endpoints::connect(endpoints, dial)
+            .await?
+            .with_bearer(bearer);
         let jitter = Jitter::seeded(options.seed_or_random());
         Ok(Client {
             inner: Arc::new(ClientInner {

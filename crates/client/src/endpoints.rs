@@ -7,7 +7,50 @@
 use crate::error::Error;
 use std::sync::Mutex;
 use std::time::Duration;
-use tonic::transport::{Channel, Endpoint};
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Endpoint;
+
+/// A connection as calls use it: every request on it carries the client's
+/// bearer token, added here and nowhere else.
+pub(crate) type Channel = InterceptedService<tonic::transport::Channel, Bearer>;
+
+/// Adds `authorization: Bearer <secret>` to every request (nothing without
+/// a token).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Bearer(Option<MetadataValue<Ascii>>);
+
+impl Bearer {
+    /// The interceptor for `secret` (`None`: no token). Fails for a secret
+    /// that cannot be a header value.
+    pub fn new(secret: Option<&str>) -> Result<Bearer, Error> {
+        let Some(secret) = secret else {
+            return Ok(Bearer(None));
+        };
+        let value =
+            format!("Bearer {}", secret.trim())
+                .parse()
+                .map_err(|_| Error::InvalidArgument {
+                    field: "auth_token".into(),
+                    reason: "must be printable ASCII (a token from leasehold token create)".into(),
+                })?;
+        Ok(Bearer(Some(value)))
+    }
+}
+
+impl tonic::service::Interceptor for Bearer {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(value) = &self.0 {
+            request
+                .metadata_mut()
+                .insert("authorization", value.clone());
+        }
+        Ok(request)
+    }
+}
 
 /// The endpoints and the one in use.
 #[derive(Debug)]
@@ -16,6 +59,8 @@ pub(crate) struct Endpoints {
     urls: Vec<String>,
     /// How to open a connection to one of them.
     dial: Dial,
+    /// The bearer token every call carries.
+    bearer: Bearer,
     current: Mutex<Current>,
 }
 
@@ -35,7 +80,7 @@ struct Current {
     /// of the endpoint that named it, so the next failover continues there.
     index: usize,
     url: String,
-    channel: Channel,
+    channel: tonic::transport::Channel,
     /// Bumped at every move.
     generation: u64,
     /// The endpoint that last failed without naming a leader.
@@ -100,6 +145,7 @@ impl Endpoints {
                     return Ok(Endpoints {
                         urls,
                         dial,
+                        bearer: Bearer::default(),
                         current: Mutex::new(current),
                     });
                 }
@@ -114,11 +160,16 @@ impl Endpoints {
         })
     }
 
+    /// The same endpoints, every call carrying `bearer`.
+    pub fn with_bearer(self, bearer: Bearer) -> Endpoints {
+        Endpoints { bearer, ..self }
+    }
+
     /// The endpoint to use now.
     pub fn in_use(&self) -> InUse {
         let current = self.current.lock().expect("endpoints lock");
         InUse {
-            channel: current.channel.clone(),
+            channel: InterceptedService::new(current.channel.clone(), self.bearer.clone()),
             url: current.url.clone(),
             generation: current.generation,
         }

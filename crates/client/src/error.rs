@@ -145,6 +145,29 @@ pub enum Error {
         /// The server's sentence.
         message: String,
     },
+    /// Auth is enabled and the principal may not do this: no role grants
+    /// the verb on a prefix of the name, a rule denies it, or the lease
+    /// belongs to another principal. Ask an admin (`leasehold role grant`).
+    #[error("{message}")]
+    PermissionDenied {
+        /// The refused principal.
+        principal: String,
+        /// The verb it lacked (`observe`, `lock`, `force`, `admin`; empty
+        /// when the lease belongs to another principal).
+        verb: String,
+        /// The name or prefix concerned.
+        prefix: String,
+        /// The server's sentence, which names all three.
+        message: String,
+    },
+    /// Auth is enabled and the call carried no identity, or a token that is
+    /// malformed, unknown, revoked or expired. Pass `auth_token` (CLI:
+    /// `--auth-token` or `LEASEHOLD_AUTH_TOKEN`).
+    #[error("{message}")]
+    Unauthenticated {
+        /// The server's sentence.
+        message: String,
+    },
     /// The server failed on its own account (a bug to report).
     #[error("the server failed internally: {message}")]
     Internal {
@@ -229,6 +252,8 @@ impl Error {
             Error::Unfenced { .. } => Reason::Unfenced,
             Error::NotLeader { .. } => Reason::NotLeader,
             Error::Internal { .. } => Reason::Internal,
+            Error::PermissionDenied { .. } => Reason::PermissionDenied,
+            Error::Unauthenticated { .. } => Reason::Unauthenticated,
             Error::AlreadyHeld { .. }
             | Error::Timeout { .. }
             | Error::Lost(_)

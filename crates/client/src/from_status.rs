@@ -118,6 +118,13 @@ fn from_known(reason: Reason, message: String, d: &ErrorDetail) -> (Error, Retry
             message,
         },
         Reason::Internal => Error::Internal { message },
+        Reason::PermissionDenied => Error::PermissionDenied {
+            principal: d.principal.clone(),
+            verb: d.verb.clone(),
+            prefix: d.prefix.clone(),
+            message,
+        },
+        Reason::Unauthenticated => Error::Unauthenticated { message },
         Reason::NotLeader => {
             let leader = (d.leader_hint != 0).then_some(d.leader_hint);
             let error = Error::NotLeader {

@@ -37,6 +37,10 @@ pub struct ClientOptions {
     pub clock: Arc<dyn Clock>,
     /// How a lease's acquires, releases and one-off renewals travel.
     pub transport: Transport,
+    /// The bearer token (`lh_<id>_<secret>`, from `leasehold token create`)
+    /// sent with every call, for servers with auth enabled. `None`:
+    /// anonymous (or the client certificate names the caller).
+    pub auth_token: Option<String>,
 }
 
 /// How a lease's acquires, releases and [`keep_alive_once`](crate::Lease::keep_alive_once)
@@ -64,6 +68,7 @@ impl Default for ClientOptions {
             seed: None,
             clock: Arc::new(BootClock),
             transport: Transport::default(),
+            auth_token: None,
         }
     }
 }

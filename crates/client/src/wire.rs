@@ -8,7 +8,9 @@
 
 pub use leasehold_proto::json::{event_json, owner_json};
 pub use leasehold_proto::v1::{
-    EndedHold, Event, FailedRelease, ForceReleaseRecord, GetLockResponse, HeldLock, Holder,
-    IncidentsResponse, LeaseInfo, ListLocksResponse, LockInfo, Member, MembershipResponse,
-    OwnerInfo, ResponseHeader, StatusResponse, Waiter,
+    AuditRecord, AuthChangeResponse, AuthStatusResponse, CreateTokenResponse, EndedHold, Event,
+    FailedRelease, ForceReleaseRecord, GetLockResponse, HeldLock, Holder, IncidentsResponse,
+    LeaseInfo, ListLocksResponse, ListRolesResponse, ListTokensResponse, ListUsersResponse,
+    LockInfo, Member, MembershipResponse, OwnerInfo, ResponseHeader, RoleInfo, RoleRule,
+    StatusResponse, TokenInfo, UserInfo, Waiter,
 };

@@ -2,6 +2,7 @@
 //! (`validate`), proposed through the replicated log, and applied identically
 //! on every replica by [`crate::State::apply`].
 
+use crate::auth::{AuditEntry, AuthChange, Principal};
 use crate::limits::{self, Limit};
 use crate::{FencedKey, LeaseId, LockError, LockName, RequestId, Token};
 use serde::{Deserialize, Serialize};
@@ -135,6 +136,20 @@ pub enum Command {
         allow_unfenced: bool,
         revoke_lease: bool,
     },
+    /// Change the auth tables (roles, users, tokens, quotas, the enabled
+    /// flag). Appended after `ForceRelease` so older entries still decode.
+    Auth(AuthChange),
+    /// `command`, asked for by `principal` (the server authenticated it):
+    /// a grant records the principal on the lease, and with auth enabled
+    /// apply re-checks the principal's permission and lease ownership.
+    /// Never nested; never wraps a timer or an audit entry.
+    As {
+        principal: Principal,
+        command: Box<Command>,
+    },
+    /// Server: append to the audit trail (a refusal it made before
+    /// proposing, a membership change).
+    Audit(AuditEntry),
 }
 
 impl Command {
@@ -148,7 +163,48 @@ impl Command {
             Command::Acquire(acquire) => acquire.validate(),
             Command::FencedPut { value, .. } => crate::fenced::check_fenced_value(value),
             Command::ForceRelease { reason, caller, .. } => check_force(reason, caller),
+            Command::Auth(change) => change.validate(),
+            Command::Audit(entry) => entry.validate(),
+            Command::As { command, .. } => {
+                command.check_wrappable()?;
+                command.validate()
+            }
             _ => Ok(()),
+        }
+    }
+}
+
+impl Command {
+    /// Refuses a command that is never proposed on a principal's behalf:
+    /// the server's own (timers, audit entries) and a second wrapper.
+    pub fn check_wrappable(&self) -> Result<(), LockError> {
+        match self {
+            Command::As { .. }
+            | Command::Audit(_)
+            | Command::ExpireLease { .. }
+            | Command::EndLockDelay { .. }
+            | Command::EndHold { .. } => Err(LockError::invalid(
+                "command",
+                "only a client's command is proposed on a principal's behalf",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// What the command concerns, for an audit record: its lock name, or
+    /// its lease (`""`: neither).
+    pub fn subject(&self) -> String {
+        match self {
+            Command::Acquire(a) => a.name.as_str().to_owned(),
+            Command::Release { name, .. } | Command::ForceRelease { name, .. } => {
+                name.as_str().to_owned()
+            }
+            Command::FencedPut { lock, .. } => lock.as_str().to_owned(),
+            Command::KeepAlive { lease }
+            | Command::RevokeLease { lease, .. }
+            | Command::CancelWait { lease, .. } => format!("lease {lease}"),
+            Command::As { command, .. } => command.subject(),
+            _ => String::new(),
         }
     }
 }
@@ -199,7 +255,7 @@ fn check_max(field: &str, value: u64, limit: Limit) -> Result<(), LockError> {
 }
 
 /// Free text: at most `limit` bytes, no control characters.
-fn check_text(field: &str, value: &str, limit: Limit) -> Result<(), LockError> {
+pub(crate) fn check_text(field: &str, value: &str, limit: Limit) -> Result<(), LockError> {
     let max = limit.value();
     if value.len() as u64 > max {
         return Err(LockError::over_limit(

@@ -7,6 +7,7 @@
 //! the variants' order and fields. New variants go last; a field change
 //! changes the stored form of its variant (see `InvalidArgument`).
 
+use crate::auth::{QuotaKind, Verb};
 use crate::limits::Limit;
 use crate::{FencedKey, LeaseId, LockName, Reason, Token};
 use serde::{Deserialize, Serialize};
@@ -86,6 +87,37 @@ pub enum LockError {
     /// without `allow_unfenced`. Appended last so stored errors still decode.
     #[error("lock {name} is held without fencing: no resource checks its tokens, so the old holder could still write after a force release and two writers would overlap; stop the holder first, then pass allow_unfenced (leasehold force-release --allow-unfenced)")]
     Unfenced { name: LockName },
+    /// Auth is enabled and the principal may not do `verb` on `name`.
+    #[error("principal {principal} may not {verb} {}: {}", shown_name(.name), denial_hint(.verb, .name, .denied_by))]
+    PermissionDenied {
+        principal: String,
+        verb: Verb,
+        /// The lock name (or, for admin operations, the empty prefix).
+        name: String,
+        /// The prefix of the deny rule that decided, if one did (else no
+        /// rule granted the verb).
+        denied_by: Option<String>,
+    },
+    /// Auth is enabled and the lease belongs to another principal: only
+    /// its principal or an admin may renew, revoke or use it.
+    #[error("lease {lease} belongs to principal {owner}, not {principal}: only its principal or an admin may renew, revoke or use it; grant your own lease")]
+    NotLeaseOwner {
+        lease: LeaseId,
+        principal: String,
+        /// The lease's principal (`anonymous` if it was granted without one).
+        owner: String,
+    },
+    /// A per-principal quota would be exceeded.
+    #[error("principal {principal} reached its {quota} quota ({max}); free some, or ask an admin: leasehold user quota {principal} --{quota} N")]
+    QuotaExceeded {
+        principal: String,
+        quota: QuotaKind,
+        max: u64,
+    },
+    /// Auth is enabled and the caller is anonymous (or its identity could
+    /// not be verified).
+    #[error("{why}")]
+    Unauthenticated { why: String },
 }
 
 impl LockError {
@@ -129,6 +161,40 @@ impl LockError {
             LockError::ResourceExhausted { .. } => Reason::ResourceExhausted,
             LockError::StaleToken { .. } => Reason::StaleToken,
             LockError::Unfenced { .. } => Reason::Unfenced,
+            LockError::PermissionDenied { .. } | LockError::NotLeaseOwner { .. } => {
+                Reason::PermissionDenied
+            }
+            LockError::QuotaExceeded { .. } => Reason::ResourceExhausted,
+            LockError::Unauthenticated { .. } => Reason::Unauthenticated,
+        }
+    }
+
+    /// The error of an anonymous caller while auth is enabled.
+    pub fn anonymous() -> LockError {
+        LockError::Unauthenticated {
+            why: "auth is enabled and this call carried no identity: pass --auth-token (or LEASEHOLD_AUTH_TOKEN), or a client certificate".into(),
+        }
+    }
+}
+
+fn shown_name(name: &str) -> String {
+    if name.is_empty() {
+        "\"\" (everything)".into()
+    } else {
+        name.to_owned()
+    }
+}
+
+fn denial_hint(verb: &Verb, name: &str, denied_by: &Option<String>) -> String {
+    match denied_by {
+        Some(prefix) => format!(
+            "a rule denies `{verb}` on prefix {prefix:?}; ask an admin to lift it: leasehold role revoke ROLE {prefix:?} {verb}"
+        ),
+        None => {
+            let prefix = crate::auth::suggested_prefix(name);
+            format!(
+                "no role grants `{verb}` on a prefix of it (such as {prefix:?}); ask an admin: leasehold role grant ROLE {prefix:?} {verb}"
+            )
         }
     }
 }

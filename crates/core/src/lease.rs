@@ -2,6 +2,7 @@
 //! holds or waits for (kept here too so ending a lease touches only its own
 //! locks instead of scanning the lock table).
 
+use crate::auth::Principal;
 use crate::dedup::Dedup;
 use crate::{LeaseId, LockName, OwnerInfo, RequestId, Revision};
 use serde::{Deserialize, Serialize};
@@ -35,4 +36,8 @@ pub struct Lease {
     /// The request id of the grant, so ending the lease also forgets it in
     /// the state's grant-request map.
     pub(crate) grant_request_id: Option<RequestId>,
+    /// The principal that granted the lease (`None`: granted anonymously,
+    /// with auth disabled). With auth enabled only it, or an admin, may
+    /// renew, revoke or use the lease; its quota counts the lease's use.
+    pub principal: Option<Principal>,
 }

@@ -15,7 +15,8 @@
 //! bound, by name, and [`Limit`] naming each as data), [`LockError`] and its
 //! [`Reason`] (the closed set of reasons every layer matches), and
 //! [`lessor`] (the deadlines the leader enforces, on monotonic milliseconds
-//! the server passes in).
+//! the server passes in), and [`auth`] (principals, roles, tokens, quotas
+//! and the audit trail, replicated like everything else).
 //!
 //! ```
 //! use leasehold_core::{Command, OwnerInfo, Reply, State};
@@ -29,6 +30,7 @@
 //! assert_eq!(lease.0, granted.revision.0);
 //! ```
 
+pub mod auth;
 pub mod command;
 mod dedup;
 mod error;

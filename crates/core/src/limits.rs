@@ -83,6 +83,31 @@ pub const FENCED_KEYS_MAX: usize = 100_000;
 /// about 6 GiB, so the total has its own, smaller bound.
 pub const FENCED_STORE_BYTES_MAX: usize = 64 * 1024 * 1024;
 
+/// Longest principal (certificate name or user), in bytes.
+pub const PRINCIPAL_BYTES_MAX: usize = 256;
+/// Longest role name, in bytes.
+pub const ROLE_NAME_BYTES_MAX: usize = 64;
+/// Roles in the auth tables.
+pub const ROLES_MAX: usize = 1_024;
+/// Prefix rules in one role.
+pub const RULES_PER_ROLE_MAX: usize = 256;
+/// Roles one user holds.
+pub const ROLES_PER_USER_MAX: usize = 32;
+/// Users in the auth tables.
+pub const USERS_MAX: usize = 100_000;
+/// Stored bearer tokens.
+pub const TOKENS_MAX: usize = 100_000;
+/// Longest token id (the public part of a secret), in bytes.
+pub const TOKEN_ID_BYTES_MAX: usize = 32;
+/// Audit records remembered (oldest forgotten first).
+pub const AUDIT_RECORDS_REMEMBERED: usize = 4_096;
+/// Longest principal, name or detail text of one audit record, in bytes
+/// (longer texts are cut).
+pub const AUDIT_TEXT_BYTES_MAX: usize = 512;
+/// Refused requests one node sends to the audit trail per second; the rest
+/// are only counted (a flood of refusals must not flood the log).
+pub const REFUSALS_AUDITED_PER_SECOND: usize = 20;
+
 // A put of the largest key and value under the longest lock name and
 // request id fits in one request, with room for tags, lengths and the token.
 const _: () = assert!(
@@ -158,6 +183,17 @@ limits! {
     FencedValueBytesMax => FENCED_VALUE_BYTES_MAX,
     FencedKeysMax => FENCED_KEYS_MAX,
     FencedStoreBytesMax => FENCED_STORE_BYTES_MAX,
+    PrincipalBytesMax => PRINCIPAL_BYTES_MAX,
+    RoleNameBytesMax => ROLE_NAME_BYTES_MAX,
+    RolesMax => ROLES_MAX,
+    RulesPerRoleMax => RULES_PER_ROLE_MAX,
+    RolesPerUserMax => ROLES_PER_USER_MAX,
+    UsersMax => USERS_MAX,
+    TokensMax => TOKENS_MAX,
+    TokenIdBytesMax => TOKEN_ID_BYTES_MAX,
+    AuditRecordsRemembered => AUDIT_RECORDS_REMEMBERED,
+    AuditTextBytesMax => AUDIT_TEXT_BYTES_MAX,
+    RefusalsAuditedPerSecond => REFUSALS_AUDITED_PER_SECOND,
 }
 
 impl fmt::Display for Limit {

@@ -53,6 +53,10 @@ pub enum Reply {
         released: Vec<LockName>,
         lease_revoked: bool,
     },
+    /// An auth change applied. Appended last so stored replies still decode.
+    AuthChanged,
+    /// An audit entry was appended as record `seq`.
+    Audited { seq: u64 },
 }
 
 /// Why a holder stopped holding a lock.
@@ -179,6 +183,10 @@ pub enum Effect {
         token: Token,
         delay_ms: u64,
     },
+    /// A record was appended to the audit trail (a refusal, an auth or
+    /// membership change; a force release is reported by its `LockFreed`):
+    /// reported as an event of its own kind.
+    Audited(crate::auth::AuditRecord),
     /// `lease` joined the queue of `name`, waiting at most `wait_ms`: arm a
     /// timer that proposes `CancelWait { timed_out: true }` when the wait
     /// runs out (every node arms it, so a new leader knows it).

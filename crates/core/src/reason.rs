@@ -75,6 +75,13 @@ reasons! {
     /// A force release of a holder that did not declare fencing, without
     /// the override.
     Unfenced => "unfenced",
+    /// The caller is known but may not do this (no role grants the verb on
+    /// a prefix of the name, a rule denies it, or the lease belongs to
+    /// another principal).
+    PermissionDenied => "permission_denied",
+    /// Auth is enabled and the caller presented no identity, or a token
+    /// that is malformed, unknown, revoked or expired.
+    Unauthenticated => "unauthenticated",
 }
 
 impl fmt::Display for Reason {

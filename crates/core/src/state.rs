@@ -13,12 +13,15 @@
 //! grant of that command gets `token == revision`. Keep-alives, errors and
 //! no-op timers do not bump.
 
+mod auth_apply;
 mod fenced;
 mod force;
 mod leases;
 mod locks;
 #[cfg(test)]
 mod test_support;
+#[cfg(test)]
+mod tests_auth;
 #[cfg(test)]
 mod tests_fenced;
 #[cfg(test)]
@@ -30,6 +33,7 @@ mod tests_locks;
 #[cfg(test)]
 mod tests_timers;
 
+use crate::auth::{Auth, Principal};
 use crate::fenced::FencedStore;
 use crate::{
     limits, Applied, Command, Lease, LeaseId, Lock, LockError, LockName, Outcome, Reply, RequestId,
@@ -91,6 +95,9 @@ pub struct State {
     /// The last `FORCE_RELEASES_REMEMBERED` force releases, oldest first:
     /// the incident record of who broke which lock from whom, and why.
     force_releases: VecDeque<ForceReleaseRecord>,
+    /// Roles, users, tokens, quotas with the usage they bound, and the
+    /// audit trail (see [`crate::auth`]).
+    auth: Auth,
 }
 
 impl State {
@@ -98,69 +105,12 @@ impl State {
     pub fn apply(&mut self, command: Command, at_unix_ms: u64) -> Applied {
         let revision_before = self.revision;
         let mut effects = Vec::new();
-        let outcome = match command {
-            Command::GrantLease {
-                ttl_ms,
-                owner,
-                request_id,
-            } => self.grant_lease(ttl_ms, owner, request_id, at_unix_ms, &mut effects),
-            Command::KeepAlive { lease } => self.keep_alive(lease, at_unix_ms, &mut effects),
-            Command::RevokeLease { lease, request_id } => {
-                self.revoke(lease, request_id, at_unix_ms, &mut effects)
-            }
-            Command::ExpireLease { lease, renewals } => {
-                match self.leases.get(&lease).map(|row| row.renewals) {
-                    Some(current) if current == renewals => {
-                        Ok(self.end_lease(lease, true, at_unix_ms, &mut effects))
-                    }
-                    _ => Ok(crate::Reply::TimerApplied),
-                }
-            }
-            Command::Acquire(acquire) => self.acquire(acquire, at_unix_ms, &mut effects),
-            Command::Release {
-                lease,
-                name,
-                token,
-                request_id,
-            } => self.release(lease, name, token, request_id, at_unix_ms, &mut effects),
-            Command::CancelWait {
-                lease,
-                name,
-                timed_out,
-            } => Ok(self.cancel_wait(lease, &name, timed_out, &mut effects)),
-            Command::EndLockDelay { name, token } => {
-                Ok(self.end_lock_delay(&name, token, at_unix_ms, &mut effects))
-            }
-            Command::EndHold { name, token } => {
-                Ok(self.end_hold(&name, token, at_unix_ms, &mut effects))
-            }
-            Command::FencedPut {
-                lock,
-                token,
-                key,
-                value,
-                request_id,
-            } => self.fenced_put(lock, token, key, value, request_id, &mut effects),
-            Command::ForceRelease {
-                name,
-                expected_token,
-                reason,
-                caller,
-                allow_unfenced,
-                revoke_lease,
-            } => self.force_release(
-                force::ForceRelease {
-                    name,
-                    expected_token,
-                    reason,
-                    caller,
-                    allow_unfenced,
-                    revoke_lease,
-                },
-                at_unix_ms,
-                &mut effects,
-            ),
-        };
+        let audited_from = self.auth.audit().next_seq();
+        let outcome = self.apply_authorized(command, at_unix_ms, &mut effects);
+        // A force release has effects of its own (`LockFreed` with `forced`).
+        let audited = self.auth.audit().since(audited_from);
+        let audited = audited.filter(|r| r.entry.kind != crate::auth::AuditKind::ForceRelease);
+        effects.extend(audited.cloned().map(crate::Effect::Audited));
         // Negative space: the revision moves by at most one per command, and
         // a command that produced no lease, lock or fenced-store change left
         // it alone.
@@ -170,6 +120,80 @@ impl State {
             revision: self.revision,
             outcome,
             effects,
+        }
+    }
+
+    /// Applies an authorized command on behalf of `principal` (`None`:
+    /// anonymous, or the server's own timers).
+    fn dispatch(
+        &mut self,
+        command: Command,
+        principal: Option<&Principal>,
+        at_unix_ms: u64,
+        effects: &mut Vec<crate::Effect>,
+    ) -> Outcome {
+        match command {
+            Command::GrantLease {
+                ttl_ms,
+                owner,
+                request_id,
+            } => {
+                let grant = leases::Grant {
+                    ttl_ms,
+                    owner,
+                    request_id,
+                    principal: principal.cloned(),
+                };
+                self.grant_lease(grant, at_unix_ms, effects)
+            }
+            Command::KeepAlive { lease } => self.keep_alive(lease, at_unix_ms, effects),
+            Command::RevokeLease { lease, request_id } => {
+                self.revoke(lease, request_id, at_unix_ms, effects)
+            }
+            Command::ExpireLease { lease, renewals } => {
+                match self.leases.get(&lease).map(|row| row.renewals) {
+                    Some(current) if current == renewals => {
+                        Ok(self.end_lease(lease, true, at_unix_ms, effects))
+                    }
+                    _ => Ok(crate::Reply::TimerApplied),
+                }
+            }
+            Command::Acquire(acquire) => self.acquire(acquire, at_unix_ms, effects),
+            Command::Release {
+                lease,
+                name,
+                token,
+                request_id,
+            } => self.release(lease, name, token, request_id, at_unix_ms, effects),
+            Command::CancelWait {
+                lease,
+                name,
+                timed_out,
+            } => Ok(self.cancel_wait(lease, &name, timed_out, effects)),
+            Command::EndLockDelay { name, token } => {
+                Ok(self.end_lock_delay(&name, token, at_unix_ms, effects))
+            }
+            Command::EndHold { name, token } => {
+                Ok(self.end_hold(&name, token, at_unix_ms, effects))
+            }
+            Command::FencedPut {
+                lock,
+                token,
+                key,
+                value,
+                request_id,
+            } => self.fenced_put(lock, token, key, value, request_id, effects),
+            Command::ForceRelease { .. } => {
+                let mut force = force::ForceRelease::try_from(command).expect("a force release");
+                force.caller = self.recorded_caller(principal, force.caller);
+                self.force_release(force, at_unix_ms, effects)
+            }
+            Command::Auth(change) => self.apply_auth(change, principal, at_unix_ms),
+            Command::Audit(entry) => Ok(self.audit(entry, at_unix_ms)),
+            Command::As { .. } => Err(LockError::invalid(
+                "command",
+                "a principal's command cannot wrap another",
+            )),
         }
     }
 
@@ -358,6 +382,7 @@ impl State {
                 }
             }
         }
-        self.check_fenced()
+        self.check_fenced()?;
+        self.check_usage()
     }
 }

@@ -23,6 +23,8 @@ impl From<Reason> for v1::Reason {
             Reason::Internal => v1::Reason::Internal,
             Reason::StaleToken => v1::Reason::StaleToken,
             Reason::Unfenced => v1::Reason::Unfenced,
+            Reason::PermissionDenied => v1::Reason::PermissionDenied,
+            Reason::Unauthenticated => v1::Reason::Unauthenticated,
         }
     }
 }
@@ -45,6 +47,8 @@ impl v1::Reason {
             v1::Reason::Internal => Reason::Internal,
             v1::Reason::StaleToken => Reason::StaleToken,
             v1::Reason::Unfenced => Reason::Unfenced,
+            v1::Reason::PermissionDenied => Reason::PermissionDenied,
+            v1::Reason::Unauthenticated => Reason::Unauthenticated,
         })
     }
 }

@@ -36,6 +36,13 @@ pub struct ServeConfig {
     /// list: each cluster formed at the same addresses needs its own (like
     /// etcd's `--initial-cluster-token`). Used only on an empty data dir.
     pub cluster_token: String,
+    /// Make this principal an admin once this node leads, if nobody is
+    /// admin yet, and print a one-time token for it (`serve
+    /// --bootstrap-admin`).
+    pub bootstrap_admin: Option<String>,
+    /// `/metrics` needs `observe` while auth is enabled (`serve
+    /// --metrics-auth`); otherwise it is open, like `/healthz`.
+    pub metrics_auth: bool,
 }
 
 impl ServeConfig {
@@ -51,6 +58,8 @@ impl ServeConfig {
             peers: BTreeMap::new(),
             join: false,
             cluster_token: crate::identity::DEFAULT_CLUSTER_TOKEN.into(),
+            bootstrap_admin: None,
+            metrics_auth: false,
         }
     }
 

@@ -39,6 +39,10 @@ pub enum EventKind {
     /// A fenced-store write was refused (stale token, not the holder, no
     /// such lock, a store limit): the trace a stale writer leaves.
     FencedPutRefused,
+    /// A record joined the audit trail: a refused request, an auth or
+    /// membership change (`detail` says which and why; force releases are
+    /// `ForceReleased` events).
+    Audit,
 }
 
 impl EventKind {
@@ -52,6 +56,7 @@ impl EventKind {
             EventKind::WaiterTimedOut => "waiter-timed-out",
             EventKind::ReleaseFailed => "release-failed",
             EventKind::FencedPutRefused => "fenced-put-refused",
+            EventKind::Audit => "audit",
         }
     }
 }
@@ -114,11 +119,22 @@ impl LockEvent {
     /// refused fenced puts left empty).
     fn new(at: Stamp, kind: EventKind, about: About, detail: String) -> LockEvent {
         LockEvent {
-            kind,
             lock: about.name.to_string(),
             lease: about.lease.0,
             owner: about.owner.to_owned(),
             token: about.token,
+            ..LockEvent::bare(at, kind, detail)
+        }
+    }
+
+    /// An event of `kind` at `at` with `detail` and every other field empty.
+    fn bare(at: Stamp, kind: EventKind, detail: String) -> LockEvent {
+        LockEvent {
+            kind,
+            lock: String::new(),
+            lease: 0,
+            owner: String::new(),
+            token: 0,
             revision: at.revision,
             at_unix_ms: at.at_unix_ms,
             detail,
@@ -179,6 +195,21 @@ impl EventLog {
     pub fn release_failed(&self, at: Stamp, about: About, error: &LockError) {
         let kind = EventKind::ReleaseFailed;
         self.record(LockEvent::new(at, kind, about, error.to_string()));
+    }
+
+    /// A record joined the audit trail: its name as the lock, its
+    /// principal as the owner, and kind, verb and detail as the detail (a
+    /// force release is a `force-released` event, not this one).
+    pub fn audited(&self, at: Stamp, record: &leasehold_core::auth::AuditRecord) {
+        let entry = &record.entry;
+        let verb = entry.verb.map_or("-", |v| v.as_str());
+        let detail = format!("{} {verb}: {}", entry.kind.as_str(), entry.detail);
+        let event = LockEvent {
+            lock: entry.name.clone(),
+            owner: entry.principal.clone(),
+            ..LockEvent::bare(at, EventKind::Audit, detail)
+        };
+        self.record(event);
     }
 
     /// A fenced put was refused: the key, the writer and the key's highest

@@ -3,22 +3,57 @@
 //! quorum: [`readiness`], which the gRPC health service follows too),
 //! `/metrics` (Prometheus text), and the live page at `/` with its JSON (see
 //! [`crate::page`]).
+//!
+//! With auth enabled, the live page and its JSON need `observe` on every
+//! name (a bearer token in `authorization`, or a client certificate);
+//! `/metrics` too with `metrics_auth` (`serve --metrics-auth`), else it
+//! stays open, as Prometheus scrapers expect; `/healthz` and `/readyz` are
+//! always open.
 
 use crate::api::Node;
-use axum::extract::State;
+use crate::auth::Caller;
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
+use axum::middleware::{from_fn_with_state, Next};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use leasehold_core::auth::Verb;
 use std::sync::Arc;
 
-/// The HTTP routes.
-pub fn router(node: Arc<Node>) -> Router {
+/// The HTTP routes; `metrics_auth`: `/metrics` needs `observe` too.
+pub fn router(node: Arc<Node>, metrics_auth: bool) -> Router {
+    let gate = from_fn_with_state(node.clone(), observe_gate);
+    let mut metrics_route = Router::new().route("/metrics", get(metrics));
+    if metrics_auth {
+        metrics_route = metrics_route.route_layer(gate.clone());
+    }
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
-        .route("/metrics", get(metrics))
-        .merge(crate::page::router())
+        .merge(metrics_route)
+        .merge(crate::page::router().route_layer(gate))
         .with_state(node)
+}
+
+/// Lets a request through if its caller may `observe` every name (always
+/// while auth is disabled); else 401 (no or a bad identity) or 403, with
+/// the sentence a gRPC caller would get.
+async fn observe_gate(State(node): State<Arc<Node>>, request: Request, next: Next) -> Response {
+    let metadata = tonic::metadata::MetadataMap::from_headers(request.headers().clone());
+    let checked = Caller::identify(&node, &metadata)
+        .and_then(|caller| caller.check(&node, Verb::Observe, ""));
+    match checked {
+        Ok(()) => next.run(request).await,
+        Err(error) => {
+            let status = tonic::Status::from(error);
+            let code = match status.code() {
+                tonic::Code::Unauthenticated => StatusCode::UNAUTHORIZED,
+                _ => StatusCode::FORBIDDEN,
+            };
+            (code, format!("{}\n", status.message())).into_response()
+        }
+    }
 }
 
 /// Anything else: gRPC clients hear `Unimplemented` (as from tonic's own

@@ -57,6 +57,7 @@ impl ApplyHub {
             }
             Effect::ReleaseFailed { .. } => self.release_failed(at, effect),
             Effect::FencedPutRefused { .. } => self.fenced_put_refused(at, effect),
+            Effect::Audited(record) => self.sinks.events.audited(at, record),
             // Deadlines only: the timers took them above.
             Effect::LockDelayStarted { .. } | Effect::WaiterQueued { .. } => {}
         }

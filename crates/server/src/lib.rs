@@ -31,6 +31,7 @@
 //! ```
 
 pub mod api;
+pub mod auth;
 pub mod clock;
 mod config;
 mod connections;

@@ -60,6 +60,14 @@ const COUNTERS: &[(&str, &str)] = &[
     ),
     ("leasehold_fenced_puts_total", "Fenced puts accepted."),
     (
+        "leasehold_requests_refused_total",
+        "Requests refused by auth (unauthenticated or without permission) on this node.",
+    ),
+    (
+        "leasehold_audit_refusals_dropped_total",
+        "Refused requests not sent to the audit trail: past REFUSALS_AUDITED_PER_SECOND on this node.",
+    ),
+    (
         "leasehold_fenced_put_refusals_total",
         "Fenced puts refused (stale token, not the holder, no such lock, a limit), by error kind.",
     ),

@@ -3,7 +3,7 @@
 //! pages). The order matters: the apply hub exists before storage opens
 //! (replay at start-up already feeds it), and the timers start after Raft.
 
-use crate::api::{ClusterApi, FencedApi, LeaseApi, LockApi, Node, WatchApi};
+use crate::api::{AuthApi, ClusterApi, FencedApi, LeaseApi, LockApi, Node, WatchApi};
 use crate::clock::{Clock, TokioClock};
 use crate::connections::ConnectionLimit;
 use crate::hub::ApplyHub;
@@ -14,6 +14,7 @@ use crate::sinks::Sinks;
 use crate::timers;
 use crate::{health, http, raft, reflection, storage, ServeConfig, ServeError};
 use leasehold_core::limits;
+use leasehold_proto::v1::auth_server::AuthServer;
 use leasehold_proto::v1::cluster_server::ClusterServer;
 use leasehold_proto::v1::fenced_store_server::FencedStoreServer;
 use leasehold_proto::v1::lease_server::LeaseServer;
@@ -80,16 +81,26 @@ pub async fn serve_on(
         raft.clone(),
         config.node_id,
     );
+    let refusals = Arc::new(crate::auth::Refusals::new(proposer.clone()));
     let node = Arc::new(Node {
         node_id: config.node_id,
         raft: raft.clone(),
+        refusals,
         proposer,
         quorum,
         state,
         sinks,
         identity,
     });
-    let result = serve_port(node, listener, shutdown).await;
+    if let Some(principal) = &config.bootstrap_admin {
+        let principal = leasehold_core::auth::Principal::parse(principal)
+            .map_err(|e| ServeError::Config(format!("--bootstrap-admin: {e}")))?;
+        tokio::spawn(crate::api::auth::bootstrap_when_leading(
+            node.clone(),
+            principal,
+        ));
+    }
+    let result = serve_port(node, listener, config.metrics_auth, shutdown).await;
     if let Err(error) = raft.shutdown().await {
         tracing::warn!(%error, "raft did not shut down cleanly");
     }
@@ -120,6 +131,7 @@ async fn open_storage(
 async fn serve_port(
     node: Arc<Node>,
     listener: TcpListener,
+    metrics_auth: bool,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let (stopping, stop) = tokio::sync::watch::channel(false);
@@ -131,7 +143,7 @@ async fn serve_port(
     let router = grpc_routes(&node)?
         .add_service(health)
         .into_axum_router()
-        .merge(http::router(node))
+        .merge(http::router(node, metrics_auth))
         .fallback(http::not_found);
     let limit = ConnectionLimit::server_default();
     let incoming = TcpListenerStream::new(listener).filter_map(move |accepted| {
@@ -168,6 +180,7 @@ fn grpc_routes(node: &Arc<Node>) -> Result<Routes, ServeError> {
         LockServer::new(LockApi::new(node.clone())).max_decoding_message_size(DECODE_BYTES_MAX),
     )
     .add_service(ClusterServer::new(ClusterApi::new(node.clone())))
+    .add_service(AuthServer::new(AuthApi::new(node.clone())))
     .add_service(
         WatchServer::new(WatchApi::new(node.clone())).max_decoding_message_size(DECODE_BYTES_MAX),
     )

@@ -3,6 +3,8 @@
 //! parses and dispatches.
 
 pub mod acquire;
+pub mod audit;
+pub mod auth;
 pub mod diagnose;
 pub mod events;
 pub mod fenced;
@@ -35,6 +37,16 @@ pub struct Global {
     /// Bound on each call to the server (500ms, 2s, 1m, ...).
     #[arg(long, global = true, default_value = "5s", value_parser = crate::duration::parse, value_name = "DURATION")]
     pub timeout: Duration,
+    /// Bearer token for servers with auth enabled (from `leasehold token
+    /// create`). Not LEASEHOLD_TOKEN, which is a fencing token.
+    #[arg(
+        long,
+        global = true,
+        env = "LEASEHOLD_AUTH_TOKEN",
+        value_name = "SECRET",
+        hide_env_values = true
+    )]
+    pub auth_token: Option<String>,
 }
 
 impl Global {
@@ -50,6 +62,7 @@ impl Global {
             connect_timeout: self.timeout,
             retry_budget: self.timeout,
             retries_max: Some(1),
+            auth_token: self.auth_token.clone(),
             ..ClientOptions::default()
         };
         Ok(Client::connect_with(self.endpoints.split(','), options).await?)
@@ -61,6 +74,7 @@ impl Global {
     pub async fn keeper_client(&self) -> Result<Client, CliError> {
         let options = ClientOptions {
             call_timeout: self.timeout,
+            auth_token: self.auth_token.clone(),
             ..ClientOptions::default()
         };
         Ok(Client::connect_with(self.endpoints.split(','), options).await?)

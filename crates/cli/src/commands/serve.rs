@@ -43,6 +43,14 @@ pub struct ServeArgs {
         value_name = "TOKEN"
     )]
     pub cluster_token: String,
+    /// At formation, make PRINCIPAL an admin (if nobody is yet) and print a
+    /// one-time token for it on stderr.
+    #[arg(long, value_name = "PRINCIPAL")]
+    pub bootstrap_admin: Option<String>,
+    /// With auth enabled, `/metrics` needs `observe` too (default: open,
+    /// like `/healthz` and `/readyz`).
+    #[arg(long)]
+    pub metrics_auth: bool,
     /// Log entries between snapshots (default 20000). Hidden: tests lower it
     /// (also through the environment, for nodes a shared harness starts) so
     /// that a new member must catch up by snapshot.
@@ -111,6 +119,8 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     config.peers = args.peers.clone().unwrap_or_default();
     config.join = args.join;
     config.cluster_token = args.cluster_token.clone();
+    config.bootstrap_admin = args.bootstrap_admin.clone();
+    config.metrics_auth = args.metrics_auth;
     if let Some(entries) = args.snapshot_every {
         config.snapshot_every_entries = entries;
     }

@@ -13,7 +13,8 @@
 //! revoke, describe), [`locks`] (acquire and release by lease id, get,
 //! list), [`force`] (break-glass release and the incident record),
 //! [`fenced`] (the built-in fenced store), [`cluster`] (status and
-//! membership), [`events`] (what happened to locks, as a stream).
+//! membership), [`events`] (what happened to locks, as a stream), [`auth`]
+//! (roles, users, tokens, the audit trail).
 //!
 //! Mutations return what the caller needs to act on, typed (a [`Token`],
 //! a [`Revision`]); rich read views return the server's own description
@@ -22,6 +23,7 @@
 //! [`Token`]: crate::Token
 //! [`Revision`]: crate::Revision
 
+pub mod auth;
 pub mod cluster;
 pub mod events;
 pub mod fenced;

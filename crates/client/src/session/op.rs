@@ -4,6 +4,7 @@
 //! which one an attempt took.
 
 use super::Via;
+use crate::endpoints::Channel;
 use crate::error::{Error, Retry};
 use leasehold_proto::v1::lease_client::LeaseClient;
 use leasehold_proto::v1::lock_client::LockClient;
@@ -14,7 +15,6 @@ use leasehold_proto::v1::{
     ReleaseResponse,
 };
 use std::future::Future;
-use tonic::transport::Channel;
 
 /// A request that can travel on a session stream or as a unary RPC.
 pub(crate) trait SessionOp: Sized + Send + 'static {

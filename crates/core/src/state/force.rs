@@ -48,6 +48,32 @@ impl From<ForceRelease> for crate::Command {
     }
 }
 
+impl TryFrom<crate::Command> for ForceRelease {
+    type Error = crate::Command;
+
+    /// The arguments of a `Command::ForceRelease`; any other command back.
+    fn try_from(command: crate::Command) -> Result<ForceRelease, crate::Command> {
+        match command {
+            crate::Command::ForceRelease {
+                name,
+                expected_token,
+                reason,
+                caller,
+                allow_unfenced,
+                revoke_lease,
+            } => Ok(ForceRelease {
+                name,
+                expected_token,
+                reason,
+                caller,
+                allow_unfenced,
+                revoke_lease,
+            }),
+            other => Err(other),
+        }
+    }
+}
+
 /// One accepted force release, kept for the incident record.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ForceReleaseRecord {

@@ -2,6 +2,7 @@
 //! (revoke or expiry), which releases everything the lease held or waited for.
 
 use super::State;
+use crate::auth::{Principal, QuotaKind};
 use crate::dedup::Dedup;
 use crate::outcome::{FreeCause, WaitEndCause};
 use crate::{
@@ -9,17 +10,30 @@ use crate::{
     Reply, RequestId,
 };
 
+/// The arguments of a lease grant, gathered.
+pub(super) struct Grant {
+    pub ttl_ms: u64,
+    pub owner: OwnerInfo,
+    pub request_id: Option<RequestId>,
+    /// Who asked (recorded on the lease; its quota bounds the grant).
+    pub principal: Option<Principal>,
+}
+
 impl State {
     /// Grants a lease whose id is the new revision, or finds the lease a
     /// retried grant (same request id) created.
     pub(super) fn grant_lease(
         &mut self,
-        ttl_ms: u64,
-        owner: OwnerInfo,
-        request_id: Option<RequestId>,
+        grant: Grant,
         at_unix_ms: u64,
         effects: &mut Vec<Effect>,
     ) -> Outcome {
+        let Grant {
+            ttl_ms,
+            owner,
+            request_id,
+            principal,
+        } = grant;
         // The server validates before proposing; checking again keeps a
         // malformed log entry from ever reaching the tables.
         command::check_ttl(ttl_ms)?;
@@ -44,6 +58,8 @@ impl State {
                 format!("{} leases are live", self.leases.len()),
             ));
         }
+        self.auth
+            .check_quota(principal.as_ref(), QuotaKind::Leases, |u| u.leases)?;
         let revision = self.bump();
         let id = LeaseId(revision.0);
         assert!(!self.leases.contains_key(&id), "lease id reused");
@@ -62,7 +78,9 @@ impl State {
             waits: Default::default(),
             dedup: Dedup::default(),
             grant_request_id: request_id,
+            principal,
         };
+        self.auth.count(lease.principal.as_ref(), |u| u.leases += 1);
         let owner = lease.owner.owner.clone();
         self.leases.insert(id, lease);
         effects.push(Effect::LeaseRenewed {
@@ -147,6 +165,12 @@ impl State {
             let removed = self.grant_requests.remove(request_id);
             assert_eq!(removed, Some(lease));
         }
+        let (held, waiting) = (row.holds.len() as u64, row.waits.len() as u64);
+        self.auth.count(row.principal.as_ref(), |u| {
+            u.leases -= 1;
+            u.held -= held;
+            u.waiters -= waiting;
+        });
         let (free_cause, wait_cause) = match expired {
             true => (FreeCause::LeaseExpired, WaitEndCause::LeaseExpired),
             false => (FreeCause::LeaseRevoked, WaitEndCause::LeaseRevoked),

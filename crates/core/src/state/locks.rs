@@ -4,6 +4,7 @@
 //! only waiter ever granted.
 
 use super::{FailedRelease, State};
+use crate::auth::QuotaKind;
 use crate::outcome::{FreeCause, WaitEndCause};
 use crate::{
     limits, nearby, Acquire, Effect, Holder, LeaseId, Lock, LockError, LockName, Outcome, Reply,
@@ -67,9 +68,16 @@ impl State {
                 format!("lease {} holds or waits for {in_use} locks", a.lease),
             ));
         }
+        // A queued waiter becomes a holder without asking again, so both
+        // count against the held quota.
+        let principal = row.principal.as_ref();
+        self.auth
+            .check_quota(principal, QuotaKind::Held, |u| u.held + u.waiters)?;
         if !busy {
             return Ok(self.grant_free(a, at_unix_ms, effects));
         }
+        self.auth
+            .check_quota(principal, QuotaKind::Waiters, |u| u.waiters)?;
         let waiting = lock.map_or(0, |l| l.waiters.len());
         if waiting >= limits::WAITERS_PER_LOCK_MAX {
             return Err(LockError::exhausted(
@@ -101,6 +109,7 @@ impl State {
         assert!(self.locks.insert(a.name.clone(), lock).is_none());
         let row = self.leases.get_mut(&a.lease).expect("live lease");
         assert!(row.holds.insert(a.name.clone()));
+        self.auth.count(row.principal.as_ref(), |u| u.held += 1);
         effects.push(Effect::LockGranted {
             name: a.name,
             lease: a.lease,
@@ -135,6 +144,7 @@ impl State {
         let position = lock.waiters.len() as u32;
         let row = self.leases.get_mut(&a.lease).expect("live lease");
         assert!(row.waits.insert(a.name.clone()));
+        self.auth.count(row.principal.as_ref(), |u| u.waiters += 1);
         effects.push(Effect::WaiterQueued {
             name: a.name,
             lease: a.lease,
@@ -257,6 +267,8 @@ impl State {
                 holder_token: holder.filter(|h| h.lease == lease).map(|h| h.token),
             };
         }
+        let principal = row.principal.clone();
+        self.auth.count(principal.as_ref(), |u| u.waiters -= 1);
         self.bump();
         let lock = self.locks.get_mut(name).expect("waited-for lock missing");
         let before = lock.waiters.len();
@@ -334,6 +346,7 @@ impl State {
             .get_mut(&holder.lease)
             .expect("holder lease live");
         assert!(row.holds.remove(name), "holder lease did not list the lock");
+        self.auth.count(row.principal.as_ref(), |u| u.held -= 1);
         effects.push(Effect::LockFreed {
             name: name.clone(),
             lease: holder.lease,
@@ -375,6 +388,10 @@ impl State {
             .expect("waiter lease live");
         assert!(row.waits.remove(name), "waiter lease did not list the wait");
         assert!(row.holds.insert(name.clone()));
+        self.auth.count(row.principal.as_ref(), |u| {
+            u.waiters -= 1;
+            u.held += 1;
+        });
         effects.push(Effect::LockGranted {
             name: name.clone(),
             lease: waiter.lease,

@@ -4,6 +4,7 @@
 use super::propose::{Acquisition, Proposal};
 use super::wait::QueuedWait;
 use super::{check_lease_id, check_request_size, ApiError, Node};
+use crate::auth::Caller;
 use leasehold_core::{Acquire, LockName, RequestId, Token};
 use leasehold_proto::v1::{AcquireRequest, AcquireResponse};
 use std::sync::Arc;
@@ -11,13 +12,15 @@ use std::sync::Arc;
 /// Validates and performs one acquire; with `wait_ms` > 0, waits in the queue.
 pub async fn acquire(
     node: &Arc<Node>,
+    caller: &Caller,
     request: AcquireRequest,
 ) -> Result<AcquireResponse, ApiError> {
     let acquire = parse_acquire(request)?;
+    let proposal = caller.authorize(node, Proposal::acquire(acquire.clone()))?;
     let response = if acquire.wait_ms == 0 {
-        acquire_now(node, acquire).await?
+        acquire_now(node, proposal).await?
     } else {
-        acquire_queued(node, acquire).await?
+        acquire_queued(node, acquire, proposal).await?
     };
     metrics::counter!("leasehold_acquires_total").increment(1);
     Ok(response)
@@ -71,8 +74,11 @@ fn standing(node: &Node, wait: &QueuedWait) -> Standing {
     })
 }
 
-async fn acquire_now(node: &Node, acquire: Acquire) -> Result<AcquireResponse, ApiError> {
-    let (acquisition, _) = node.propose(Proposal::acquire(acquire)).await?;
+async fn acquire_now(
+    node: &Node,
+    proposal: Proposal<Acquisition>,
+) -> Result<AcquireResponse, ApiError> {
+    let (acquisition, _) = node.propose(proposal).await?;
     match acquisition {
         Acquisition::Held {
             token,
@@ -87,14 +93,19 @@ async fn acquire_now(node: &Node, acquire: Acquire) -> Result<AcquireResponse, A
     }
 }
 
-async fn acquire_queued(node: &Arc<Node>, acquire: Acquire) -> Result<AcquireResponse, ApiError> {
+/// `acquire` waits in the queue; `proposal` is its (authorized) command.
+async fn acquire_queued(
+    node: &Arc<Node>,
+    acquire: Acquire,
+    proposal: Proposal<Acquisition>,
+) -> Result<AcquireResponse, ApiError> {
     let wait = QueuedWait::register(
         node.clone(),
         acquire.name.clone(),
         acquire.lease,
         acquire.wait_ms,
     );
-    let acquisition = match node.propose(Proposal::acquire(acquire)).await {
+    let acquisition = match node.propose(proposal).await {
         Ok((acquisition, _)) => acquisition,
         // Refused by the core: nothing was queued.
         Err(refused @ ApiError::Core(_)) => {

@@ -131,7 +131,27 @@ fn fill_core(error: &LockError, detail: &mut ErrorDetail) {
             detail.holder_token = presented.0;
             detail.highest_token = highest.0;
         }
-        LockError::Unfenced { .. } => {}
+        LockError::Unfenced { .. } | LockError::Unauthenticated { .. } => {}
+        LockError::PermissionDenied {
+            principal,
+            verb,
+            name,
+            denied_by,
+        } => {
+            detail.principal = principal.clone();
+            detail.verb = verb.as_str().to_owned();
+            detail.prefix = match denied_by {
+                Some(prefix) => prefix.clone(),
+                None => leasehold_core::auth::suggested_prefix(name).to_owned(),
+            };
+        }
+        LockError::NotLeaseOwner {
+            lease, principal, ..
+        } => {
+            detail.lease = lease.0;
+            detail.principal = principal.clone();
+        }
+        LockError::QuotaExceeded { principal, .. } => detail.principal = principal.clone(),
     }
 }
 
@@ -147,6 +167,8 @@ fn grpc_code(reason: Reason) -> Code {
         Reason::InvalidArgument => Code::InvalidArgument,
         Reason::ResourceExhausted => Code::ResourceExhausted,
         Reason::Internal => Code::Internal,
+        Reason::PermissionDenied => Code::PermissionDenied,
+        Reason::Unauthenticated => Code::Unauthenticated,
     }
 }
 

@@ -9,7 +9,9 @@
 //! reconnecting replays the recent events.
 
 use super::{check_request_size, ApiError, Node};
+use crate::auth::Caller;
 use crate::events::{EventLog, LockEvent, EVENTS_REMEMBERED};
+use leasehold_core::auth::Verb;
 use leasehold_core::{limits, LockError};
 use leasehold_proto::v1::{Event, EventsRequest};
 use tokio::sync::broadcast::error::RecvError;
@@ -25,8 +27,13 @@ pub const EVENTS_STREAM_QUEUE: usize = 64;
 pub type EventStream = ReceiverStream<Result<Event, Status>>;
 
 /// Validates an `Events` request and starts its stream.
-pub fn events(node: &Node, request: EventsRequest) -> Result<EventStream, ApiError> {
+pub fn events(
+    node: &Node,
+    caller: &Caller,
+    request: EventsRequest,
+) -> Result<EventStream, ApiError> {
     check_events_request(&request)?;
+    caller.check(node, Verb::Observe, &request.prefix)?;
     Ok(spawn(&node.sinks.events, request))
 }
 

@@ -3,16 +3,21 @@
 //! read.
 
 use super::{check_request_size, ApiError, Node};
+use crate::auth::Caller;
+use leasehold_core::auth::Verb;
 use leasehold_core::FencedKey;
 use leasehold_proto::v1::{FencedGetRequest, FencedGetResponse};
 
 /// Reads one key.
 pub async fn fenced_get(
     node: &Node,
+    caller: &Caller,
     request: FencedGetRequest,
 ) -> Result<FencedGetResponse, ApiError> {
     check_request_size(&request)?;
     let key = FencedKey::parse(&request.key)?;
+    // Keys are named like locks, and permissions apply to them alike.
+    caller.check(node, Verb::Observe, key.as_str())?;
     // A stale read answers from this node's applied state: may be behind.
     if !request.stale {
         node.read_barrier().await?;

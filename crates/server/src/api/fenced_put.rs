@@ -5,6 +5,7 @@
 
 use super::propose::Proposal;
 use super::{check_request_size, ApiError, Node};
+use crate::auth::Caller;
 use leasehold_core::{check_fenced_value, FencedKey, LockError, LockName, RequestId, Token};
 use leasehold_proto::v1::{FencedPutRequest, FencedPutResponse};
 
@@ -39,9 +40,11 @@ fn as_field(error: LockError, field: &str) -> LockError {
 /// Validates and performs one put.
 pub async fn fenced_put(
     node: &Node,
+    caller: &Caller,
     request: FencedPutRequest,
 ) -> Result<FencedPutResponse, ApiError> {
     let proposal = parse_put(request)?;
+    let proposal = caller.authorize(node, proposal)?;
     let (_stored, revision) = node.propose(proposal).await?;
     metrics::counter!("leasehold_fenced_puts_total").increment(1);
     Ok(FencedPutResponse {

@@ -6,6 +6,7 @@
 
 use super::propose::{ForceReleased, Proposal};
 use super::{check_request_size, ApiError, Node};
+use crate::auth::Caller;
 use leasehold_core::{Command, ForceRelease, LockName, Token};
 use leasehold_proto::v1::{ForceReleaseRequest, ForceReleaseResponse};
 
@@ -25,18 +26,20 @@ fn parse(request: ForceReleaseRequest) -> Result<Proposal<ForceReleased>, ApiErr
 /// Validates and performs one force release.
 pub async fn force_release(
     node: &Node,
+    caller: &Caller,
     request: ForceReleaseRequest,
 ) -> Result<ForceReleaseResponse, ApiError> {
-    let proposal = parse(request)?;
+    let proposal = caller.authorize(node, parse(request)?)?;
+    let caller_name = caller.name();
     if let Command::ForceRelease {
         name,
         expected_token,
         reason,
-        caller,
+        caller: note,
         ..
     } = proposal.command()
     {
-        tracing::warn!(%name, token = expected_token.0, caller, reason, "force release requested");
+        tracing::warn!(%name, token = expected_token.0, caller = note, principal = caller_name, reason, "force release requested");
     }
     let (forced, revision) = node.propose(proposal).await?;
     let ForceReleased {

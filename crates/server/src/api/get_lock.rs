@@ -4,12 +4,19 @@
 
 use super::convert::lock_to_wire;
 use super::{ApiError, Node};
+use crate::auth::Caller;
+use leasehold_core::auth::Verb;
 use leasehold_core::{LockError, LockName};
 use leasehold_proto::v1::{GetLockRequest, GetLockResponse};
 
 /// Reads one lock.
-pub async fn get_lock(node: &Node, request: GetLockRequest) -> Result<GetLockResponse, ApiError> {
+pub async fn get_lock(
+    node: &Node,
+    caller: &Caller,
+    request: GetLockRequest,
+) -> Result<GetLockResponse, ApiError> {
     let name = LockName::parse(&request.name)?;
+    caller.check(node, Verb::Observe, name.as_str())?;
     // A stale read answers from this node's applied state: may be behind.
     if !request.stale {
         node.read_barrier().await?;

@@ -4,12 +4,16 @@
 //! Answered from this node's applied state: both memories are replicated,
 //! so every node has them.
 
-use super::Node;
+use super::{ApiError, Node};
+use crate::auth::Caller;
+use leasehold_core::auth::Verb;
 use leasehold_proto::v1 as pb;
 
-/// Every remembered failed and force release, oldest first.
-pub fn incidents(node: &Node) -> pb::IncidentsResponse {
-    node.state.read(|state| pb::IncidentsResponse {
+/// Every remembered failed and force release, oldest first (they span
+/// every name: reading them needs observe on everything).
+pub fn incidents(node: &Node, caller: &Caller) -> Result<pb::IncidentsResponse, ApiError> {
+    caller.check(node, Verb::Observe, "")?;
+    Ok(node.state.read(|state| pb::IncidentsResponse {
         header: node.header(state.revision()),
         failed_releases: state
             .failed_releases()
@@ -36,5 +40,5 @@ pub fn incidents(node: &Node) -> pb::IncidentsResponse {
                 at_unix_ms: record.at_unix_ms as i64,
             })
             .collect(),
-    })
+    }))
 }

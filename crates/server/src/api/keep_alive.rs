@@ -5,15 +5,18 @@
 use super::convert::holdings_to_wire;
 use super::propose::Proposal;
 use super::{check_lease_id, ApiError, Node};
+use crate::auth::Caller;
 use leasehold_proto::v1::{KeepAliveRequest, KeepAliveResponse};
 
 /// Proposes one keep-alive.
 pub async fn keep_alive(
     node: &Node,
+    caller: &Caller,
     request: &KeepAliveRequest,
 ) -> Result<KeepAliveResponse, ApiError> {
     let lease = check_lease_id(request.lease)?;
-    let (kept, revision) = node.propose(Proposal::keep_alive(lease)).await?;
+    let proposal = caller.authorize(node, Proposal::keep_alive(lease))?;
+    let (kept, revision) = node.propose(proposal).await?;
     Ok(KeepAliveResponse {
         header: node.header(revision),
         lease: kept.lease.0,

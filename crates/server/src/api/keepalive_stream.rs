@@ -6,23 +6,26 @@
 use super::keep_alive::keep_alive;
 use super::stream::{spawn_answering, AnswerStream};
 use super::Node;
+use crate::auth::Caller;
 use leasehold_proto::v1::{ErrorDetail, KeepAliveRequest, KeepAliveResponse};
 use std::sync::Arc;
 use tonic::Streaming;
 
-/// Serves a keep-alive stream.
+/// Serves a keep-alive stream for `caller` (authenticated once, at open).
 pub fn spawn(
     node: Arc<Node>,
+    caller: Caller,
     requests: Streaming<KeepAliveRequest>,
 ) -> AnswerStream<KeepAliveResponse> {
+    let caller = Arc::new(caller);
     spawn_answering(requests, move |request| {
-        let node = node.clone();
-        async move { answer(&node, request).await }
+        let (node, caller) = (node.clone(), caller.clone());
+        async move { answer(&node, &caller, request).await }
     })
 }
 
-async fn answer(node: &Node, request: KeepAliveRequest) -> KeepAliveResponse {
-    match keep_alive(node, &request).await {
+async fn answer(node: &Node, caller: &Caller, request: KeepAliveRequest) -> KeepAliveResponse {
+    match keep_alive(node, caller, &request).await {
         Ok(response) => response,
         Err(error) => KeepAliveResponse {
             header: node.header(node.state.read(|state| state.revision())),

@@ -3,12 +3,20 @@
 
 use super::convert::lock_to_wire;
 use super::{check_request_size, ApiError, Node};
+use crate::auth::Caller;
+use leasehold_core::auth::Verb;
 use leasehold_core::limits;
 use leasehold_proto::v1::{ListLocksRequest, ListLocksResponse};
 
 /// Lists locks.
-pub async fn list(node: &Node, request: ListLocksRequest) -> Result<ListLocksResponse, ApiError> {
+pub async fn list(
+    node: &Node,
+    caller: &Caller,
+    request: ListLocksRequest,
+) -> Result<ListLocksResponse, ApiError> {
     check_request_size(&request)?;
+    // Listing under a prefix needs observe on that prefix (all: on "").
+    caller.check(node, Verb::Observe, &request.prefix)?;
     let limit = match request.limit as usize {
         0 => limits::LIST_LOCKS_MAX,
         n => n.min(limits::LIST_LOCKS_MAX),

@@ -5,6 +5,7 @@
 //! reply type to the wire.
 
 mod acquire;
+pub(crate) mod auth;
 pub(crate) mod cluster;
 pub(crate) mod convert;
 mod error;
@@ -27,6 +28,7 @@ mod session;
 mod stream;
 mod wait;
 
+pub use auth::AuthApi;
 pub use cluster::ClusterApi;
 pub use error::ApiError;
 pub use services::{FencedApi, LeaseApi, LockApi, WatchApi};
@@ -62,6 +64,8 @@ pub struct Node {
     pub sinks: Sinks,
     /// The cluster this node belongs to (status, and probing new members).
     pub identity: Arc<Identity>,
+    /// Refused requests on their way to the audit trail, rate-bounded.
+    pub refusals: Arc<crate::auth::Refusals>,
 }
 
 impl Node {

@@ -9,6 +9,7 @@
 //! client's error, answered as an invalid `request_id`, never a panic.
 
 use super::{ApiError, Node};
+use leasehold_core::auth::{AuthChange, Principal};
 use leasehold_core::{
     Acquire, Command, FencedKey, ForceRelease, LeaseId, LockError, LockName, OwnerInfo, Reply,
     RequestId, Revision, Token,
@@ -80,6 +81,18 @@ impl<R> Proposal<R> {
     /// The command to propose.
     pub fn command(&self) -> &Command {
         &self.command
+    }
+
+    /// The same proposal, made on `principal`'s behalf: apply records the
+    /// principal on a granted lease and re-checks its permission.
+    pub fn on_behalf_of(self, principal: Principal) -> Self {
+        Proposal {
+            command: Command::As {
+                principal,
+                command: Box::new(self.command),
+            },
+            reply: self.reply,
+        }
     }
 }
 
@@ -238,6 +251,21 @@ impl Proposal<ForceReleased> {
                     released,
                     lease_revoked,
                 }),
+                other => Err(other),
+            },
+        })
+    }
+}
+
+impl Proposal<()> {
+    /// Change the auth tables (validated: sizes and shapes).
+    pub fn auth(change: AuthChange) -> Result<Self, LockError> {
+        let command = Command::Auth(change);
+        command.validate()?;
+        Ok(Proposal {
+            command,
+            reply: |reply| match reply {
+                Reply::AuthChanged => Ok(()),
                 other => Err(other),
             },
         })

@@ -3,11 +3,16 @@
 
 use super::propose::Proposal;
 use super::{check_lease_id, check_request_size, ApiError, Node};
+use crate::auth::Caller;
 use leasehold_core::{LockName, RequestId, Token};
 use leasehold_proto::v1::{ReleaseRequest, ReleaseResponse};
 
 /// Validates and performs one release.
-pub async fn release(node: &Node, request: ReleaseRequest) -> Result<ReleaseResponse, ApiError> {
+pub async fn release(
+    node: &Node,
+    caller: &Caller,
+    request: ReleaseRequest,
+) -> Result<ReleaseResponse, ApiError> {
     check_request_size(&request)?;
     let proposal = Proposal::release(
         check_lease_id(request.lease)?,
@@ -15,6 +20,7 @@ pub async fn release(node: &Node, request: ReleaseRequest) -> Result<ReleaseResp
         Token(request.token),
         RequestId::parse(&request.request_id)?,
     );
+    let proposal = caller.authorize(node, proposal)?;
     let ((), revision) = node.propose(proposal).await?;
     Ok(ReleaseResponse {
         header: node.header(revision),

@@ -17,6 +17,7 @@ use super::release::release;
 use super::revoke::revoke;
 use super::stream::AnswerStream;
 use super::{keepalive_stream, session, Node};
+use crate::auth::Caller;
 use leasehold_proto::v1::fenced_store_server::FencedStore;
 use leasehold_proto::v1::lease_server::Lease;
 use leasehold_proto::v1::lock_server::Lock;
@@ -72,8 +73,9 @@ impl Lock for LockApi {
         &self,
         request: Request<AcquireRequest>,
     ) -> Result<Response<AcquireResponse>, Status> {
+        let caller = Caller::identify(&self.node, request.metadata())?;
         Ok(Response::new(
-            acquire(&self.node, request.into_inner()).await?,
+            acquire(&self.node, &caller, request.into_inner()).await?,
         ))
     }
 
@@ -81,8 +83,9 @@ impl Lock for LockApi {
         &self,
         request: Request<ReleaseRequest>,
     ) -> Result<Response<ReleaseResponse>, Status> {
+        let caller = Caller::identify(&self.node, request.metadata())?;
         Ok(Response::new(
-            release(&self.node, request.into_inner()).await?,
+            release(&self.node, &caller, request.into_inner()).await?,
         ))
     }
 
@@ -90,16 +93,18 @@ impl Lock for LockApi {
         &self,
         request: Request<ForceReleaseRequest>,
     ) -> Result<Response<ForceReleaseResponse>, Status> {
+        let caller = Caller::identify(&self.node, request.metadata())?;
         Ok(Response::new(
-            force_release(&self.node, request.into_inner()).await?,
+            force_release(&self.node, &caller, request.into_inner()).await?,
         ))
     }
 
     async fn incidents(
         &self,
-        _request: Request<IncidentsRequest>,
+        request: Request<IncidentsRequest>,
     ) -> Result<Response<IncidentsResponse>, Status> {
-        Ok(Response::new(incidents(&self.node)))
+        let caller = Caller::identify(&self.node, request.metadata())?;
+        Ok(Response::new(incidents(&self.node, &caller)?))
     }
 
     type SessionStream = AnswerStream<SessionResponse>;
@@ -108,16 +113,22 @@ impl Lock for LockApi {
         &self,
         request: Request<Streaming<SessionRequest>>,
     ) -> Result<Response<Self::SessionStream>, Status> {
+        let caller = Caller::identify(&self.node, request.metadata())?;
         let requests = request.into_inner();
-        Ok(Response::new(session::spawn(self.node.clone(), requests)))
+        Ok(Response::new(session::spawn(
+            self.node.clone(),
+            caller,
+            requests,
+        )))
     }
 
     async fn get(
         &self,
         request: Request<GetLockRequest>,
     ) -> Result<Response<GetLockResponse>, Status> {
+        let caller = Caller::identify(&self.node, request.metadata())?;
         Ok(Response::new(
-            get_lock(&self.node, request.into_inner()).await?,
+            get_lock(&self.node, &caller, request.into_inner()).await?,
         ))
     }
 
@@ -125,7 +136,10 @@ impl Lock for LockApi {
         &self,
         request: Request<ListLocksRequest>,
     ) -> Result<Response<ListLocksResponse>, Status> {
-        Ok(Response::new(list(&self.node, request.into_inner()).await?))
+        let caller = Caller::identify(&self.node, request.metadata())?;
+        Ok(Response::new(
+            list(&self.node, &caller, request.into_inner()).await?,
+        ))
     }
 }
 
@@ -135,8 +149,9 @@ impl Lease for LeaseApi {
         &self,
         request: Request<GrantRequest>,
     ) -> Result<Response<GrantResponse>, Status> {
+        let caller = Caller::identify(&self.node, request.metadata())?;
         Ok(Response::new(
-            grant(&self.node, request.into_inner()).await?,
+            grant(&self.node, &caller, request.into_inner()).await?,
         ))
     }
 
@@ -144,8 +159,9 @@ impl Lease for LeaseApi {
         &self,
         request: Request<KeepAliveRequest>,
     ) -> Result<Response<KeepAliveResponse>, Status> {
+        let caller = Caller::identify(&self.node, request.metadata())?;
         Ok(Response::new(
-            keep_alive(&self.node, request.get_ref()).await?,
+            keep_alive(&self.node, &caller, request.get_ref()).await?,
         ))
     }
 
@@ -155,9 +171,11 @@ impl Lease for LeaseApi {
         &self,
         request: Request<Streaming<KeepAliveRequest>>,
     ) -> Result<Response<Self::KeepAliveStreamStream>, Status> {
+        let caller = Caller::identify(&self.node, request.metadata())?;
         let requests = request.into_inner();
         Ok(Response::new(keepalive_stream::spawn(
             self.node.clone(),
+            caller,
             requests,
         )))
     }
@@ -166,8 +184,9 @@ impl Lease for LeaseApi {
         &self,
         request: Request<RevokeRequest>,
     ) -> Result<Response<RevokeResponse>, Status> {
+        let caller = Caller::identify(&self.node, request.metadata())?;
         Ok(Response::new(
-            revoke(&self.node, request.into_inner()).await?,
+            revoke(&self.node, &caller, request.into_inner()).await?,
         ))
     }
 
@@ -175,8 +194,9 @@ impl Lease for LeaseApi {
         &self,
         request: Request<GetLeaseRequest>,
     ) -> Result<Response<GetLeaseResponse>, Status> {
+        let caller = Caller::identify(&self.node, request.metadata())?;
         Ok(Response::new(
-            get_lease(&self.node, request.into_inner()).await?,
+            get_lease(&self.node, &caller, request.into_inner()).await?,
         ))
     }
 }
@@ -187,8 +207,9 @@ impl FencedStore for FencedApi {
         &self,
         request: Request<FencedPutRequest>,
     ) -> Result<Response<FencedPutResponse>, Status> {
+        let caller = Caller::identify(&self.node, request.metadata())?;
         Ok(Response::new(
-            fenced_put(&self.node, request.into_inner()).await?,
+            fenced_put(&self.node, &caller, request.into_inner()).await?,
         ))
     }
 
@@ -196,8 +217,9 @@ impl FencedStore for FencedApi {
         &self,
         request: Request<FencedGetRequest>,
     ) -> Result<Response<FencedGetResponse>, Status> {
+        let caller = Caller::identify(&self.node, request.metadata())?;
         Ok(Response::new(
-            fenced_get(&self.node, request.into_inner()).await?,
+            fenced_get(&self.node, &caller, request.into_inner()).await?,
         ))
     }
 }
@@ -210,6 +232,11 @@ impl Watch for WatchApi {
         &self,
         request: Request<EventsRequest>,
     ) -> Result<Response<Self::EventsStream>, Status> {
-        Ok(Response::new(events(&self.node, request.into_inner())?))
+        let caller = Caller::identify(&self.node, request.metadata())?;
+        Ok(Response::new(events(
+            &self.node,
+            &caller,
+            request.into_inner(),
+        )?))
     }
 }

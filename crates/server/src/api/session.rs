@@ -7,28 +7,32 @@ use super::keep_alive::keep_alive;
 use super::release::release;
 use super::stream::{spawn_answering, AnswerStream};
 use super::{ApiError, Node};
+use crate::auth::Caller;
 use leasehold_proto::v1::session_request::Op;
 use leasehold_proto::v1::session_response::Result as Answer;
 use leasehold_proto::v1::{ErrorDetail, SessionRequest, SessionResponse};
 use std::sync::Arc;
 use tonic::Streaming;
 
-/// Serves a session stream.
+/// Serves a session stream for `caller` (authenticated once, at open; each
+/// message's operation checks its own verb).
 pub fn spawn(
     node: Arc<Node>,
+    caller: Caller,
     requests: Streaming<SessionRequest>,
 ) -> AnswerStream<SessionResponse> {
+    let caller = Arc::new(caller);
     spawn_answering(requests, move |request| {
-        let node = node.clone();
-        async move { answer(&node, request).await }
+        let (node, caller) = (node.clone(), caller.clone());
+        async move { answer(&node, &caller, request).await }
     })
 }
 
-async fn answer(node: &Arc<Node>, request: SessionRequest) -> SessionResponse {
+async fn answer(node: &Arc<Node>, caller: &Caller, request: SessionRequest) -> SessionResponse {
     let result = match request.op {
-        Some(Op::Acquire(op)) => acquire(node, op).await.map(Answer::Acquire),
-        Some(Op::Release(op)) => release(node, op).await.map(Answer::Release),
-        Some(Op::KeepAlive(op)) => keep_alive(node, &op).await.map(Answer::KeepAlive),
+        Some(Op::Acquire(op)) => acquire(node, caller, op).await.map(Answer::Acquire),
+        Some(Op::Release(op)) => release(node, caller, op).await.map(Answer::Release),
+        Some(Op::KeepAlive(op)) => keep_alive(node, caller, &op).await.map(Answer::KeepAlive),
         None => Err(ApiError::invalid(
             "op",
             "a session request needs an operation",

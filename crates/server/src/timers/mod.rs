@@ -140,7 +140,9 @@ impl Timers {
                     lease,
                     wait_ms,
                 } => lessor.wait_started(name.clone(), *lease, *wait_ms, now_ms),
-                Effect::ReleaseFailed { .. } | Effect::FencedPutRefused { .. } => {}
+                Effect::ReleaseFailed { .. }
+                | Effect::FencedPutRefused { .. }
+                | Effect::Audited(_) => {}
             }
             None
         })?;

@@ -10,9 +10,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// `GET path` on `endpoint` (`http://host:port`) as curl or a scraper would;
 /// returns the status and body.
 pub async fn http_get(endpoint: &str, path: &str) -> (u16, String) {
+    http_get_with(endpoint, path, "").await
+}
+
+/// [`http_get`] with extra header lines (each ending in `\r\n`).
+pub async fn http_get_with(endpoint: &str, path: &str, headers: &str) -> (u16, String) {
     let addr = endpoint.trim_start_matches("http://");
     let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let request =
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{headers}Connection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).await.unwrap();

@@ -11,6 +11,8 @@ mod test_support;
 pub(crate) use status::View;
 
 use super::Node;
+use crate::auth::Caller;
+use leasehold_core::auth::{AuditEntry, AuditKind, Verb};
 use leasehold_proto::v1::cluster_server::Cluster;
 use leasehold_proto::v1::{
     AddMemberRequest, MembershipResponse, RemoveMemberRequest, StatusRequest, StatusResponse,
@@ -43,17 +45,46 @@ impl Cluster for ClusterApi {
         &self,
         request: Request<AddMemberRequest>,
     ) -> Result<Response<MembershipResponse>, Status> {
-        Ok(Response::new(
-            membership::add(self.node.clone(), request.into_inner()).await?,
-        ))
+        let caller = Caller::identify(&self.node, request.metadata())?;
+        caller.check(&self.node, Verb::Admin, "")?;
+        let request = request.into_inner();
+        let what = format!("add node {} at {}", request.id, request.addr);
+        let response = membership::add(self.node.clone(), request).await?;
+        audit_membership(&self.node, &caller, what);
+        Ok(Response::new(response))
     }
 
     async fn remove_member(
         &self,
         request: Request<RemoveMemberRequest>,
     ) -> Result<Response<MembershipResponse>, Status> {
-        Ok(Response::new(
-            membership::remove(self.node.clone(), request.into_inner()).await?,
-        ))
+        let caller = Caller::identify(&self.node, request.metadata())?;
+        caller.check(&self.node, Verb::Admin, "")?;
+        let request = request.into_inner();
+        let what = format!("remove node {}", request.id);
+        let response = membership::remove(self.node.clone(), request).await?;
+        audit_membership(&self.node, &caller, what);
+        Ok(Response::new(response))
     }
+}
+
+/// Records an applied membership change in the audit trail (in the
+/// background: the change itself is done).
+fn audit_membership(node: &Arc<Node>, caller: &Caller, detail: String) {
+    let entry = AuditEntry {
+        kind: AuditKind::Membership,
+        principal: caller.name().to_owned(),
+        verb: Some(Verb::Admin),
+        name: String::new(),
+        detail,
+    };
+    let proposer = node.proposer.clone();
+    tokio::spawn(async move {
+        let audited = proposer
+            .propose(leasehold_core::Command::Audit(entry))
+            .await;
+        if let Err(error) = audited {
+            tracing::warn!(%error, "a membership change did not reach the audit trail");
+        }
+    });
 }

@@ -1,0 +1,133 @@
+//! [`Caller`]: the principal of one request and the permission check every
+//! API operation makes through it (one call per operation file).
+//!
+//! The principal comes from `authorization: Bearer <secret>` metadata
+//! (verified by one SHA-256 and a constant-time compare against the
+//! replicated token table), else from the client certificate, else the
+//! caller is anonymous. With auth enabled an anonymous caller, or a bad,
+//! revoked or expired token, is `Unauthenticated`; with auth disabled a
+//! token that verifies still names the caller (leases record it), and one
+//! that does not is ignored, as before auth existed.
+
+use super::secret;
+use crate::api::propose::Proposal;
+use crate::api::{ApiError, Node};
+use crate::clock::wall_unix_ms;
+use leasehold_core::auth::{AuditEntry, AuditKind, Principal, Verb};
+use leasehold_core::LockError;
+use tonic::metadata::MetadataMap;
+
+/// The metadata key of the bearer token.
+pub const AUTHORIZATION: &str = "authorization";
+
+/// Who is calling.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Caller {
+    /// The authenticated principal; `None`: anonymous (only possible while
+    /// auth is disabled, or before [`Caller::identify`] refused it).
+    pub principal: Option<Principal>,
+}
+
+impl Caller {
+    /// Identifies the caller of a request with `metadata`.
+    pub fn identify(node: &Node, metadata: &MetadataMap) -> Result<Caller, ApiError> {
+        let bearer = metadata
+            .get(AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .map(str::trim);
+        let (enabled, found) = node.state.read(|state| {
+            let auth = state.auth();
+            let found = bearer.map(|secret| {
+                let digest = secret::digest(secret);
+                auth.authenticate(secret, &digest, wall_unix_ms()).cloned()
+            });
+            (auth.enabled(), found)
+        });
+        let principal = match found {
+            Some(Ok(principal)) => Some(principal),
+            Some(Err(refusal)) if enabled => {
+                let why = refusal.to_string();
+                node.refusals.report(refused_entry("", None, "", &why));
+                return Err(LockError::Unauthenticated { why }.into());
+            }
+            _ => certificate_principal(metadata).and_then(|p| Principal::parse(&p).ok()),
+        };
+        if enabled && principal.is_none() {
+            let error = LockError::anonymous();
+            node.refusals
+                .report(refused_entry("", None, "", &error.to_string()));
+            return Err(error.into());
+        }
+        Ok(Caller { principal })
+    }
+
+    /// Checks that the caller may do `verb` on `name` (a read: `observe`;
+    /// an admin operation: `admin` on ""), auditing a refusal.
+    pub fn check(&self, node: &Node, verb: Verb, name: &str) -> Result<(), ApiError> {
+        let checked = node
+            .state
+            .read(|state| state.auth().check(self.principal.as_ref(), verb, name));
+        self.refused_if(node, checked, Some(verb), name)
+    }
+
+    /// Checks `proposal` for the caller against the state as this node has
+    /// it (the same check apply makes again: the verb on the name, and that
+    /// a lease named is the caller's own or the caller an admin), auditing
+    /// a refusal, and returns it to be proposed on the caller's behalf.
+    pub fn authorize<R>(
+        &self,
+        node: &Node,
+        proposal: Proposal<R>,
+    ) -> Result<Proposal<R>, ApiError> {
+        let checked = node
+            .state
+            .read(|state| state.authorize(self.principal.as_ref(), proposal.command()));
+        let name = proposal.command().subject();
+        self.refused_if(node, checked, None, &name)?;
+        Ok(match &self.principal {
+            Some(principal) => proposal.on_behalf_of(principal.clone()),
+            None => proposal,
+        })
+    }
+
+    /// The caller's principal as text (`""`: anonymous).
+    pub fn name(&self) -> &str {
+        self.principal.as_ref().map_or("", Principal::as_str)
+    }
+
+    fn refused_if(
+        &self,
+        node: &Node,
+        checked: Result<(), LockError>,
+        verb: Option<Verb>,
+        name: &str,
+    ) -> Result<(), ApiError> {
+        let Err(error) = checked else {
+            return Ok(());
+        };
+        let verb = match &error {
+            LockError::PermissionDenied { verb, .. } => Some(*verb),
+            _ => verb,
+        };
+        let entry = refused_entry(self.name(), verb, name, &error.to_string());
+        node.refusals.report(entry);
+        Err(error.into())
+    }
+}
+
+/// The principal of the request's client certificate (SAN URI or DNS name,
+/// else CN), if it presented one.
+fn certificate_principal(_metadata: &MetadataMap) -> Option<String> {
+    None // part A's leasehold_server::tls::certificate_principal(der) goes here (lead wires it at the merge).
+}
+
+fn refused_entry(principal: &str, verb: Option<Verb>, name: &str, why: &str) -> AuditEntry {
+    AuditEntry {
+        kind: AuditKind::Refused,
+        principal: principal.to_owned(),
+        verb,
+        name: name.to_owned(),
+        detail: why.to_owned(),
+    }
+}
