@@ -130,8 +130,8 @@ mod tests {
         for (index, &reason) in Reason::ALL.iter().enumerate() {
             assert_eq!(reason as usize, index, "{reason}");
         }
-        assert_eq!(Reason::ALL.len(), Reason::Unfenced as usize + 1);
-        assert_eq!(Reason::ALL.len(), 13);
+        assert_eq!(Reason::ALL.len(), Reason::Unauthenticated as usize + 1);
+        assert_eq!(Reason::ALL.len(), 15);
     }
 
     #[test]
