@@ -62,6 +62,10 @@ pub struct Node {
     pub sinks: Sinks,
     /// The cluster this node belongs to (status, and probing new members).
     pub identity: Arc<Identity>,
+    /// How this node calls other nodes (probing new members): plaintext or TLS.
+    pub dialer: crate::tls::PeerDialer,
+    /// How the port is protected (status and the live page show it).
+    pub transport_security: crate::tls::TransportSecurity,
 }
 
 impl Node {
