@@ -138,9 +138,13 @@ fn from_known(reason: Reason, message: String, d: &ErrorDetail) -> (Error, Retry
 }
 
 /// A status that did not come from Leasehold: transport failures and
-/// tonic's own errors.
+/// tonic's own errors. A scheme that does not match the server (see
+/// [`crate::tls`]) is unavailable, and not retried: the endpoint is wrong.
 fn from_code(status: &tonic::Status) -> (Error, Retry) {
     use tonic::Code;
+    if let Some(message) = crate::tls::mismatch(status, None) {
+        return (Error::Unavailable { message }, Retry::No);
+    }
     let message = format!("{:?}: {}", status.code(), status.message());
     match status.code() {
         // Transport trouble: a refused or reset connection, an HTTP/2 error

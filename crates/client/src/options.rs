@@ -4,6 +4,7 @@
 use crate::backoff::BackoffPolicy;
 use crate::clock::{BootClock, Clock};
 use crate::error::Error;
+use crate::tls::TlsOptions;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +38,9 @@ pub struct ClientOptions {
     pub clock: Arc<dyn Clock>,
     /// How a lease's acquires, releases and one-off renewals travel.
     pub transport: Transport,
+    /// TLS for `https://` endpoints: the CA to trust, and a client
+    /// certificate for servers that require one. Checked at connect.
+    pub tls: TlsOptions,
 }
 
 /// How a lease's acquires, releases and [`keep_alive_once`](crate::Lease::keep_alive_once)
@@ -64,6 +68,7 @@ impl Default for ClientOptions {
             seed: None,
             clock: Arc::new(BootClock),
             transport: Transport::default(),
+            tls: TlsOptions::default(),
         }
     }
 }
