@@ -93,6 +93,12 @@ fn an_mtls_client_acquires_and_releases_and_status_says_mtls() {
             .env("LEASEHOLD_CACERT", &ca_file),
     );
     assert_eq!(anonymous.0, 5, "{anonymous:?}");
+    assert!(
+        anonymous
+            .1
+            .contains("requires a client certificate: pass --cert and --key"),
+        "{anonymous:?}"
+    );
 }
 
 /// (exit code, stderr) of a finished command.

@@ -46,7 +46,7 @@ impl Client {
         let dial = Dial {
             connect_timeout: options.connect_timeout,
             keep_alive_interval: options.keep_alive_interval,
-            tls: options.tls.client_config()?,
+            tls: options.tls.configs()?,
         };
         let endpoints = Endpoints::connect(endpoints, dial).await?;
         let jitter = Jitter::seeded(options.seed_or_random());

@@ -7,9 +7,10 @@
 //! is reached with the scheme of the endpoint in use.
 
 use crate::error::Error;
+use crate::tls::TlsConfigs;
 use std::sync::Mutex;
 use std::time::Duration;
-use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+use tonic::transport::{Channel, Endpoint};
 
 /// The endpoints and the one in use.
 #[derive(Debug)]
@@ -30,7 +31,7 @@ pub(crate) struct Dial {
     /// Ping interval (and unanswered-ping bound); `None`: no pings.
     pub keep_alive_interval: Option<Duration>,
     /// TLS for `https://` endpoints; `None`: no CA given, so none can be used.
-    pub tls: Option<ClientTlsConfig>,
+    pub tls: Option<TlsConfigs>,
 }
 
 #[derive(Debug)]
@@ -93,7 +94,16 @@ impl Endpoints {
         let mut failures = Vec::new();
         let mut mismatches = Vec::new();
         for (index, url) in urls.iter().enumerate() {
-            match endpoint(url, &dial)?.connect().await {
+            let connected = endpoint(url, &dial)?.connect().await;
+            if let (Ok(_), Some(tls)) = (&connected, &dial.tls) {
+                let check = tls.check.clone();
+                let limit = dial.connect_timeout;
+                if let Some(sentence) = crate::tls::check_handshake(url, check, limit).await {
+                    mismatches.push(sentence);
+                    continue;
+                }
+            }
+            match connected {
                 Ok(channel) => {
                     let current = Current {
                         index,
@@ -108,7 +118,7 @@ impl Endpoints {
                         current: Mutex::new(current),
                     });
                 }
-                Err(e) => match crate::tls::mismatch(&e, Some(url)) {
+                Err(e) => match crate::tls::explain(&e, Some(url)) {
                     Some(sentence) => mismatches.push(sentence),
                     None => failures.push(format!("{url} ({})", root_cause(&e))),
                 },
@@ -219,7 +229,7 @@ fn endpoint(url: &str, dial: &Dial) -> Result<Endpoint, Error> {
              ClientOptions::tls.ca_pem), or use http:// for a plaintext server"
         )));
     };
-    e.tls_config(tls.timeout(dial.connect_timeout))
+    e.tls_config(tls.tonic.timeout(dial.connect_timeout))
         .map_err(|e| invalid(format!("TLS settings for {url}: {e}")))
 }
 
