@@ -74,11 +74,15 @@ impl Material {
         let client_roots = files
             .client_ca
             .as_deref()
-            .map(|path| roots(path, "--tls-client-ca"))
+            .map(|path| roots(&read(path, "--tls-client-ca")?, path, "--tls-client-ca"))
             .transpose()?;
         let peer = files
             .peer_ca()
-            .map(|(path, flag)| Ok::<_, String>((read(path, flag)?, roots(path, flag)?)))
+            .map(|(path, flag)| {
+                let pem = read(path, flag)?;
+                let roots = roots(&pem, path, flag)?;
+                Ok::<_, String>((pem, roots))
+            })
             .transpose()?;
         let server = server_config(chain, key, files, client_roots, peer.as_ref().map(|p| &p.1))?;
         let peer_verifier = peer
@@ -176,9 +180,10 @@ fn certificates(
     Ok(chain)
 }
 
-fn roots(path: &Path, flag: &str) -> Result<RootCertStore, String> {
+/// The CA certificates in `pem`, read from `path` (given as `flag`).
+fn roots(pem: &[u8], path: &Path, flag: &str) -> Result<RootCertStore, String> {
     let mut roots = RootCertStore::empty();
-    for cert in certificates(&read(path, flag)?, path, flag)? {
+    for cert in certificates(pem, path, flag)? {
         roots.add(cert).map_err(|error| {
             format!(
                 "{flag} {}: not a usable CA certificate ({error})",
@@ -187,4 +192,85 @@ fn roots(path: &Path, flag: &str) -> Result<RootCertStore, String> {
         })?;
     }
     Ok(roots)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(dir: &Path) -> TlsFiles {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        std::fs::write(dir.join("c.pem"), cert.pem()).unwrap();
+        std::fs::write(dir.join("k.pem"), key.serialize_pem()).unwrap();
+        TlsFiles {
+            cert: dir.join("c.pem"),
+            key: dir.join("k.pem"),
+            client_ca: None,
+            peer_ca: None,
+        }
+    }
+
+    fn refusal(files: &TlsFiles) -> String {
+        match Material::load(files) {
+            Err(why) => why,
+            Ok(_) => panic!("expected {files:?} to be refused"),
+        }
+    }
+
+    #[test]
+    fn good_files_load_and_each_bad_one_is_named_with_its_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = files(dir.path());
+        let material = Material::load(&good).unwrap();
+        assert_eq!(
+            material.server.alpn_protocols,
+            [b"h2".to_vec(), b"http/1.1".to_vec()]
+        );
+        assert!(material.peer_client.is_none(), "no peer CA, no peer TLS");
+
+        let missing = TlsFiles {
+            cert: dir.path().join("missing.pem"),
+            ..good.clone()
+        };
+        let why = refusal(&missing);
+        assert!(
+            why.starts_with("--tls-cert ") && why.contains("missing.pem"),
+            "{why}"
+        );
+
+        std::fs::write(dir.path().join("bad.pem"), "not a key").unwrap();
+        let bad_key = TlsFiles {
+            key: dir.path().join("bad.pem"),
+            ..good.clone()
+        };
+        assert!(
+            refusal(&bad_key).starts_with("--tls-key "),
+            "{}",
+            refusal(&bad_key)
+        );
+
+        let bad_ca = TlsFiles {
+            client_ca: Some(dir.path().join("bad.pem")),
+            ..good.clone()
+        };
+        let why = refusal(&bad_ca);
+        assert!(
+            why.starts_with("--tls-client-ca ") && why.contains("bad.pem"),
+            "{why}"
+        );
+
+        let other_dir = tempfile::tempdir().unwrap();
+        let other = files(other_dir.path());
+        let mismatched = TlsFiles {
+            key: other.key,
+            ..good
+        };
+        assert!(
+            refusal(&mismatched).contains("do not go together"),
+            "{}",
+            refusal(&mismatched)
+        );
+    }
 }
