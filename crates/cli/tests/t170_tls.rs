@@ -6,7 +6,7 @@
 //! - a scheme that does not match the server exits 5 with a sentence
 //!   saying which, in both directions;
 //! - plaintext on a non-loopback address is refused (exit 2) unless
-//!   `--insecure`, which warns and shows in `status`;
+//!   `--insecure`, which warns and shows in `status` and the page's data;
 //! - SIGHUP reloads the certificate: a new connection sees the new one, a
 //!   bad file keeps the old;
 //! - a three-node mTLS cluster forms, fails over and keeps its locks.
@@ -184,10 +184,32 @@ fn plaintext_off_loopback_needs_insecure_which_warns_and_shows_in_status() {
         },
     );
     assert_eq!(status["transport_security"], "insecure", "{status}");
+    let page = http_get(&listen.replace("0.0.0.0", "127.0.0.1"), "/api/cluster");
+    assert!(
+        page.contains(r#""transport_security":"insecure""#),
+        "{page}"
+    );
     let _ = child.kill();
     let out = child.wait_with_output().unwrap();
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(log.contains("--insecure: serving plaintext"), "{log}");
+}
+
+/// The body of a plain HTTP/1.1 GET of `path` at `addr` (`host:port`).
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read the answer");
+    answer
 }
 
 #[test]
