@@ -26,7 +26,8 @@ struct ClientInner {
 
 impl Client {
     /// Connects with default options to the first reachable of `endpoints`
-    /// (`http://host:port` or `host:port`); the others are failover targets.
+    /// (`http://host:port` or `host:port`; `https://host:port` needs
+    /// [`ClientOptions::tls`]); the others are failover targets.
     pub async fn connect<I, S>(endpoints: I) -> Result<Client, Error>
     where
         I: IntoIterator<Item = S>,
@@ -45,6 +46,7 @@ impl Client {
         let dial = Dial {
             connect_timeout: options.connect_timeout,
             keep_alive_interval: options.keep_alive_interval,
+            tls: options.tls.configs()?,
         };
         let bearer = Bearer::new(options.auth_token.as_deref())?;
         let endpoints = Endpoints::connect(endpoints, dial)

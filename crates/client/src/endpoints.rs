@@ -2,9 +2,12 @@
 //! client uses one at a time and moves on when it fails: to the leader a
 //! follower names, else to the next endpoint in the list (wrapping around).
 //! A generation number makes a failure reported by many calls at once move
-//! the client only once.
+//! the client only once. `https://` endpoints use TLS, `http://` ones and
+//! bare `host:port` plaintext; a leader a follower names (a bare address)
+//! is reached with the scheme of the endpoint in use.
 
 use crate::error::Error;
+use crate::tls::TlsConfigs;
 use std::sync::Mutex;
 use std::time::Duration;
 use tonic::metadata::{Ascii, MetadataValue};
@@ -64,14 +67,16 @@ pub(crate) struct Endpoints {
     current: Mutex<Current>,
 }
 
-/// How a connection is opened and kept: the connect bound and the HTTP/2
-/// keep-alive pings (see [`ClientOptions`](crate::ClientOptions)).
-#[derive(Clone, Copy, Debug)]
+/// How a connection is opened and kept: the connect bound, the HTTP/2
+/// keep-alive pings and TLS (see [`ClientOptions`](crate::ClientOptions)).
+#[derive(Clone, Debug)]
 pub(crate) struct Dial {
     /// Bound on connecting.
     pub connect_timeout: Duration,
     /// Ping interval (and unanswered-ping bound); `None`: no pings.
     pub keep_alive_interval: Option<Duration>,
+    /// TLS for `https://` endpoints; `None`: no CA given, so none can be used.
+    pub tls: Option<TlsConfigs>,
 }
 
 #[derive(Debug)]
@@ -129,11 +134,21 @@ impl Endpoints {
             });
         }
         for url in &urls {
-            endpoint(url, dial)?;
+            endpoint(url, &dial)?;
         }
         let mut failures = Vec::new();
+        let mut mismatches = Vec::new();
         for (index, url) in urls.iter().enumerate() {
-            match endpoint(url, dial)?.connect().await {
+            let connected = endpoint(url, &dial)?.connect().await;
+            if let (Ok(_), Some(tls)) = (&connected, &dial.tls) {
+                let check = tls.check.clone();
+                let limit = dial.connect_timeout;
+                if let Some(sentence) = crate::tls::check_handshake(url, check, limit).await {
+                    mismatches.push(sentence);
+                    continue;
+                }
+            }
+            match connected {
                 Ok(channel) => {
                     let current = Current {
                         index,
@@ -149,8 +164,16 @@ impl Endpoints {
                         current: Mutex::new(current),
                     });
                 }
-                Err(e) => failures.push(format!("{url} ({})", root_cause(&e))),
+                Err(e) => match crate::tls::explain(&e, Some(url)) {
+                    Some(sentence) => mismatches.push(sentence),
+                    None => failures.push(format!("{url} ({})", root_cause(&e))),
+                },
             }
+        }
+        if !mismatches.is_empty() {
+            return Err(Error::Unavailable {
+                message: mismatches.join("; "),
+            });
         }
         Err(Error::Unavailable {
             message: format!(
@@ -187,7 +210,7 @@ impl Endpoints {
             return Moved::Already;
         }
         let hint = leader_addr
-            .map(normalize)
+            .map(|addr| with_scheme_of(&current.url, addr))
             .filter(|url| current.unreachable.as_ref() != Some(url));
         if leader_addr.is_none() {
             current.unreachable = Some(current.url.clone());
@@ -201,7 +224,7 @@ impl Endpoints {
         };
         // Every listed URL was validated at connect; a leader address that
         // does not parse leaves the client where it is.
-        let Ok(endpoint) = endpoint(&url, self.dial) else {
+        let Ok(endpoint) = endpoint(&url, &self.dial) else {
             return Moved::Already;
         };
         current.index = index;
@@ -221,22 +244,44 @@ pub(crate) fn normalize(url: &str) -> String {
     }
 }
 
-fn endpoint(url: &str, dial: Dial) -> Result<Endpoint, Error> {
-    Endpoint::from_shared(url.to_owned())
-        .map(|e| {
-            let e = e.connect_timeout(dial.connect_timeout).tcp_nodelay(true);
-            match dial.keep_alive_interval {
-                Some(interval) => e
-                    .http2_keep_alive_interval(interval)
-                    .keep_alive_timeout(interval)
-                    .keep_alive_while_idle(true),
-                None => e,
-            }
-        })
-        .map_err(|e| Error::InvalidArgument {
-            field: "endpoints".into(),
-            reason: format!("{url:?} is not a valid URL: {e}"),
-        })
+/// The URL of `addr` (a leader a follower named: `host:port`, or a URL)
+/// with the scheme of `in_use`, so a TLS client stays on TLS.
+fn with_scheme_of(in_use: &str, addr: &str) -> String {
+    if addr.contains("://") {
+        return addr.to_owned();
+    }
+    match in_use.split_once("://") {
+        Some((scheme, _)) => format!("{scheme}://{addr}"),
+        None => normalize(addr),
+    }
+}
+
+fn endpoint(url: &str, dial: &Dial) -> Result<Endpoint, Error> {
+    let invalid = |reason: String| Error::InvalidArgument {
+        field: "endpoints".into(),
+        reason,
+    };
+    let e = Endpoint::from_shared(url.to_owned())
+        .map_err(|e| invalid(format!("{url:?} is not a valid URL: {e}")))?;
+    let e = e.connect_timeout(dial.connect_timeout).tcp_nodelay(true);
+    let e = match dial.keep_alive_interval {
+        Some(interval) => e
+            .http2_keep_alive_interval(interval)
+            .keep_alive_timeout(interval)
+            .keep_alive_while_idle(true),
+        None => e,
+    };
+    if !url.starts_with("https://") {
+        return Ok(e);
+    }
+    let Some(tls) = dial.tls.clone() else {
+        return Err(invalid(format!(
+            "{url} is an https:// endpoint: pass the CA of its certificate (--cacert, \
+             ClientOptions::tls.ca_pem), or use http:// for a plaintext server"
+        )));
+    };
+    e.tls_config(tls.tonic.timeout(dial.connect_timeout))
+        .map_err(|e| invalid(format!("TLS settings for {url}: {e}")))
 }
 
 /// The innermost error's text ("Connection refused (os error 111)").
@@ -261,7 +306,23 @@ mod tests {
     const DIAL: Dial = Dial {
         connect_timeout: Duration::from_secs(1),
         keep_alive_interval: None,
+        tls: None,
     };
+
+    #[test]
+    fn a_leader_hint_keeps_the_scheme_in_use() {
+        assert_eq!(with_scheme_of("https://a:1", "b:2"), "https://b:2");
+        assert_eq!(with_scheme_of("http://a:1", "b:2"), "http://b:2");
+        assert_eq!(with_scheme_of("https://a:1", "http://b:2"), "http://b:2");
+    }
+
+    #[tokio::test]
+    async fn an_https_endpoint_without_a_ca_is_refused_before_connecting() {
+        let error = Endpoints::connect(["https://127.0.0.1:1"], DIAL)
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("--cacert"), "{error}");
+    }
 
     #[tokio::test]
     async fn an_empty_list_or_a_bad_url_is_refused_before_connecting() {

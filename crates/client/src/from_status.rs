@@ -145,9 +145,14 @@ fn from_known(reason: Reason, message: String, d: &ErrorDetail) -> (Error, Retry
 }
 
 /// A status that did not come from Leasehold: transport failures and
-/// tonic's own errors.
+/// tonic's own errors. A TLS failure (a scheme that does not match the
+/// server, a refused certificate: see [`crate::tls`]) is unavailable, and
+/// not retried: the endpoint or the certificate is wrong.
 fn from_code(status: &tonic::Status) -> (Error, Retry) {
     use tonic::Code;
+    if let Some(message) = crate::tls::explain(status, None) {
+        return (Error::Unavailable { message }, Retry::No);
+    }
     let message = format!("{:?}: {}", status.code(), status.message());
     match status.code() {
         // Transport trouble: a refused or reset connection, an HTTP/2 error

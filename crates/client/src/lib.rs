@@ -92,6 +92,7 @@ mod release;
 mod request_id;
 mod session;
 pub mod show;
+mod tls;
 pub mod wire;
 mod with_lock;
 
@@ -114,5 +115,6 @@ pub use options::{ClientOptions, Transport};
 pub use owner::{owner_info, owner_process, OwnerProcess};
 pub use release::ReleaseOutcome;
 pub use request_id::new_request_id;
+pub use tls::TlsOptions;
 pub use tokio_util::sync::CancellationToken;
 pub use with_lock::{WorkOutcome, WITH_LOCK_TTL_DEFAULT};

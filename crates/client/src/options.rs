@@ -4,6 +4,7 @@
 use crate::backoff::BackoffPolicy;
 use crate::clock::{BootClock, Clock};
 use crate::error::Error;
+use crate::tls::TlsOptions;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,6 +42,9 @@ pub struct ClientOptions {
     /// sent with every call, for servers with auth enabled. `None`:
     /// anonymous (or the client certificate names the caller).
     pub auth_token: Option<String>,
+    /// TLS for `https://` endpoints: the CA to trust, and a client
+    /// certificate for servers that require one. Checked at connect.
+    pub tls: TlsOptions,
 }
 
 /// How a lease's acquires, releases and [`keep_alive_once`](crate::Lease::keep_alive_once)
@@ -69,6 +73,7 @@ impl Default for ClientOptions {
             clock: Arc::new(BootClock),
             transport: Transport::default(),
             auth_token: None,
+            tls: TlsOptions::default(),
         }
     }
 }

@@ -62,6 +62,9 @@ pub const NEARBY_NAMES_MAX: usize = 3;
 pub const REQUEST_BYTES_MAX: usize = 64 * 1024;
 /// Open client connections to one server.
 pub const CONNECTIONS_MAX: usize = 4_096;
+/// Longest a TLS handshake may take, from accepting the connection; a
+/// client that is slower (or silent) is disconnected.
+pub const TLS_HANDSHAKE_MS_MAX: u64 = 10_000;
 /// Concurrent gRPC calls and streams on one connection (HTTP/2
 /// SETTINGS_MAX_CONCURRENT_STREAMS); a client past it waits for a slot.
 pub const STREAMS_PER_CONNECTION_MAX: u32 = 1_024;
@@ -176,6 +179,7 @@ limits! {
     NearbyNamesMax => NEARBY_NAMES_MAX,
     RequestBytesMax => REQUEST_BYTES_MAX,
     ConnectionsMax => CONNECTIONS_MAX,
+    TlsHandshakeMsMax => TLS_HANDSHAKE_MS_MAX,
     StreamsPerConnectionMax => STREAMS_PER_CONNECTION_MAX,
     EventsFollowBuffer => EVENTS_FOLLOW_BUFFER,
     ListLocksMax => LIST_LOCKS_MAX,

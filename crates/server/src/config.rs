@@ -43,6 +43,11 @@ pub struct ServeConfig {
     /// `/metrics` needs `observe` while auth is enabled (`serve
     /// --metrics-auth`); otherwise it is open, like `/healthz`.
     pub metrics_auth: bool,
+    /// The node's TLS files; `None`: plaintext (loopback, or `insecure`).
+    pub tls: Option<crate::tls::TlsFiles>,
+    /// Serve plaintext on a non-loopback address (`--insecure`): without
+    /// it such a start is refused, so that no node is open by mistake.
+    pub insecure: bool,
 }
 
 impl ServeConfig {
@@ -60,6 +65,8 @@ impl ServeConfig {
             cluster_token: crate::identity::DEFAULT_CLUSTER_TOKEN.into(),
             bootstrap_admin: None,
             metrics_auth: false,
+            tls: None,
+            insecure: false,
         }
     }
 
@@ -117,7 +124,38 @@ impl ServeConfig {
         self.raft_timings
             .validate()
             .map_err(crate::ServeError::Config)?;
+        self.check_transport()?;
         self.check_failover_margin()
+    }
+
+    /// How the port is protected.
+    pub fn transport_security(&self) -> crate::tls::TransportSecurity {
+        crate::tls::TransportSecurity::of(self.tls.as_ref(), self.listen)
+    }
+
+    /// Secure by default: plaintext only on loopback unless `--insecure`;
+    /// a TLS node of a cluster needs a CA to know its peers by.
+    fn check_transport(&self) -> Result<(), crate::ServeError> {
+        let listen = self.listen;
+        if self.tls.is_none() && !self.insecure && !listen.ip().is_loopback() {
+            return Err(crate::ServeError::Config(format!(
+                "refusing to serve plaintext on {listen}, which is not a loopback address: \
+                 pass --tls-cert and --tls-key (and --tls-client-ca to require client \
+                 certificates), or --insecure to serve without TLS anyway"
+            )));
+        }
+        let clustered = self.join || self.peers.len() > 1;
+        if let Some(tls) = &self.tls {
+            if clustered && tls.peer_ca().is_none() {
+                return Err(crate::ServeError::Config(
+                    "a TLS node of a cluster must know its peers' certificates: pass --peer-ca \
+                     (or --tls-client-ca, which it defaults to) with the CA of the nodes' \
+                     certificates"
+                        .into(),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The failover margin must cover the time a lease's holder may still
@@ -192,6 +230,28 @@ mod tests {
         config
             .validate()
             .expect("a shorter lease needs less margin");
+    }
+
+    #[test]
+    fn plaintext_off_loopback_needs_insecure_and_a_tls_cluster_needs_a_peer_ca() {
+        let mut config = config();
+        config.listen = "0.0.0.0:7420".parse().unwrap();
+        let why = refusal(&config);
+        for named in ["0.0.0.0:7420", "--tls-cert", "--insecure"] {
+            assert!(why.contains(named), "{why:?} lacks {named:?}");
+        }
+        config.insecure = true;
+        config.validate().expect("--insecure allows it");
+        let mut config = self::config();
+        config.tls = Some(crate::tls::TlsFiles {
+            cert: "c.pem".into(),
+            key: "k.pem".into(),
+            client_ca: None,
+            peer_ca: None,
+        });
+        config.validate().expect("a single TLS node needs no CA");
+        config.join = true;
+        assert!(refusal(&config).contains("--peer-ca"));
     }
 
     #[test]

@@ -59,6 +59,24 @@ pub struct LimitedStream {
     _permit: OwnedSemaphorePermit,
 }
 
+impl LimitedStream {
+    /// Reads the first bytes without consuming them (how the TLS acceptor
+    /// tells a ClientHello from plaintext).
+    pub async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stream.peek(buf).await
+    }
+
+    /// The client's address, if the socket still knows it.
+    pub fn peer_addr(&self) -> Option<std::net::SocketAddr> {
+        self.stream.peer_addr().ok()
+    }
+
+    /// The address the client reached this server at.
+    pub fn local_addr(&self) -> Option<std::net::SocketAddr> {
+        self.stream.local_addr().ok()
+    }
+}
+
 impl Connected for LimitedStream {
     type ConnectInfo = TcpConnectInfo;
 

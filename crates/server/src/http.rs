@@ -41,7 +41,7 @@ pub fn router(node: Arc<Node>, metrics_auth: bool) -> Router {
 /// the sentence a gRPC caller would get.
 async fn observe_gate(State(node): State<Arc<Node>>, request: Request, next: Next) -> Response {
     let metadata = tonic::metadata::MetadataMap::from_headers(request.headers().clone());
-    let checked = Caller::identify(&node, &metadata)
+    let checked = Caller::identify(&node, &metadata, request.extensions())
         .and_then(|caller| caller.check(&node, Verb::Observe, ""));
     match checked {
         Ok(()) => next.run(request).await,

@@ -51,6 +51,7 @@ mod serve;
 pub mod sinks;
 pub mod storage;
 pub mod timers;
+pub mod tls;
 pub mod waiters;
 
 pub use config::ServeConfig;

@@ -144,6 +144,7 @@ async fn cluster(State(node): State<Arc<Node>>) -> Response {
         "term": view.term,
         "quorum": view.quorum.quorum(),
         "quorum_problem": view.quorum.problem(),
+        "transport_security": node.transport_security.as_str(),
         "members": members,
     }))
 }

@@ -12,7 +12,9 @@ use crate::proposer::Proposer;
 use crate::raft::quorum::QuorumMonitor;
 use crate::sinks::Sinks;
 use crate::timers;
-use crate::{health, http, raft, reflection, storage, ServeConfig, ServeError};
+use crate::tls::{PeerDialer, Tls};
+use crate::{health, http, raft, reflection, storage, tls, ServeConfig, ServeError};
+use futures::Stream;
 use leasehold_core::limits;
 use leasehold_proto::v1::auth_server::AuthServer;
 use leasehold_proto::v1::cluster_server::ClusterServer;
@@ -24,10 +26,12 @@ use leasehold_proto::v1::watch_server::WatchServer;
 use raft::transport::{RaftTransportApi, RAFT_MESSAGE_BYTES_MAX};
 use std::future::Future;
 use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 use tokio_stream::StreamExt;
 use tonic::service::Routes;
+use tonic::transport::server::Connected;
 
 /// The hard cap on a decoded gRPC message; requests between
 /// `REQUEST_BYTES_MAX` and this get a precise InvalidArgument from the handler.
@@ -48,6 +52,15 @@ pub async fn serve_on(
 ) -> Result<(), ServeError> {
     config.validate()?;
     let _ = crate::metrics::handle();
+    let tls = config.tls.clone().map(Tls::load).transpose()?.map(Arc::new);
+    if config.tls.is_none() && !config.listen.ip().is_loopback() {
+        tracing::warn!(
+            addr = %config.listen,
+            "--insecure: serving plaintext on a non-loopback address; anyone who reaches it \
+             can read and change every lock"
+        );
+    }
+    let dialer = PeerDialer::new(tls.clone());
     let clock: Arc<dyn Clock> = Arc::new(TokioClock);
     let sinks = Sinks::new(clock.clone(), config.failover_margin);
     let hub = Arc::new(ApplyHub::new(sinks.clone()));
@@ -62,6 +75,7 @@ pub async fn serve_on(
         local_ip: (!listen_ip.is_unspecified()).then_some(listen_ip),
         identity: identity.clone(),
         contacts: contacts.clone(),
+        dialer: dialer.clone(),
     };
     let start = raft::node::Start {
         node_id: config.node_id,
@@ -91,6 +105,8 @@ pub async fn serve_on(
         state,
         sinks,
         identity,
+        dialer,
+        transport_security: config.transport_security(),
     });
     if let Some(principal) = &config.bootstrap_admin {
         let principal = leasehold_core::auth::Principal::parse(principal)
@@ -100,7 +116,9 @@ pub async fn serve_on(
             principal,
         ));
     }
-    let result = serve_port(node, listener, config.metrics_auth, shutdown).await;
+    let gate = tls::peers::PeerGate::new(tls.clone(), config.peers.values().cloned().collect());
+    let metrics_auth = config.metrics_auth;
+    let result = serve_port(node, gate, tls, listener, metrics_auth, shutdown).await;
     if let Err(error) = raft.shutdown().await {
         tracing::warn!(%error, "raft did not shut down cleanly");
     }
@@ -128,8 +146,12 @@ async fn open_storage(
     }
 }
 
+/// Serves the port: plaintext, or TLS (with certificates reloaded on
+/// SIGHUP) when `tls` is given.
 async fn serve_port(
     node: Arc<Node>,
+    gate: tls::peers::PeerGate,
+    tls: Option<Arc<Tls>>,
     listener: TcpListener,
     metrics_auth: bool,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -140,24 +162,41 @@ async fn serve_port(
         let _ = stopping.send(true);
     });
     let health = health::service(node.clone(), stop.clone()).await;
-    let router = grpc_routes(&node)?
+    let router = grpc_routes(&node, gate)?
         .add_service(health)
         .into_axum_router()
         .merge(http::router(node, metrics_auth))
         .fallback(http::not_found);
     let limit = ConnectionLimit::server_default();
-    let incoming = TcpListenerStream::new(listener).filter_map(move |accepted| {
-        match accepted.and_then(|stream| limit.admit(stream)) {
+    let Some(tls) = tls else {
+        let incoming = TcpListenerStream::new(listener).filter_map(move |accepted| match accepted
+            .and_then(|stream| limit.admit(stream))
+        {
             Ok(Some(stream)) => Some(Ok(stream)),
             Ok(None) => None,
             Err(error) => Some(Err(error)),
-        }
-    });
+        });
+        return serve_incoming(Routes::from(router), incoming, stop).await;
+    };
+    tls::reload::spawn(tls.clone(), stop.clone());
+    let incoming = tls::acceptor::incoming(listener, limit, tls);
+    serve_incoming(Routes::from(router), incoming, stop).await
+}
+
+/// Serves `routes` on the connections `incoming` yields until `stop`.
+async fn serve_incoming<IO>(
+    routes: Routes,
+    incoming: impl Stream<Item = std::io::Result<IO>> + Send + 'static,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<(), ServeError>
+where
+    IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
+{
     let graceful = stopped(stop.clone());
     let server = tonic::transport::Server::builder()
         .accept_http1(true)
         .max_concurrent_streams(Some(limits::STREAMS_PER_CONNECTION_MAX))
-        .add_routes(Routes::from(router))
+        .add_routes(routes)
         .serve_with_incoming_shutdown(incoming, graceful);
     // Graceful shutdown waits for open streams (keep-alive streams stay open
     // for as long as their client lives): give them SHUTDOWN_GRACE, then stop.
@@ -172,7 +211,7 @@ async fn serve_port(
 
 /// The Leasehold services (the public ones, the peers' Raft transport) and
 /// reflection, which describes the public ones only.
-fn grpc_routes(node: &Arc<Node>) -> Result<Routes, ServeError> {
+fn grpc_routes(node: &Arc<Node>, gate: tls::peers::PeerGate) -> Result<Routes, ServeError> {
     let routes = Routes::new(
         LeaseServer::new(LeaseApi::new(node.clone())).max_decoding_message_size(DECODE_BYTES_MAX),
     )
@@ -193,6 +232,7 @@ fn grpc_routes(node: &Arc<Node>) -> Result<Routes, ServeError> {
             node.raft.clone(),
             node.identity.clone(),
             node.quorum.contacts().clone(),
+            gate,
         ))
         .max_decoding_message_size(RAFT_MESSAGE_BYTES_MAX)
         .max_encoding_message_size(RAFT_MESSAGE_BYTES_MAX),

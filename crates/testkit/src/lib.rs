@@ -18,6 +18,8 @@
 //!   the fencing adapters talk to, and what happens when they are missing
 //!   (under `CI=true`: fail; elsewhere: the rules each module states).
 //! - [`env`]: CI or not, free ports, names unique to a run.
+//! - [`tls`]: the certificate factory of the TLS tests (a CA, server, node,
+//!   client and expired certificates, as PEM).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -42,6 +44,7 @@ pub mod postgres;
 mod proxy;
 pub mod redis;
 mod server;
+pub mod tls;
 mod wait;
 
 pub use env::{dead_addr, free_port, in_ci, unique};

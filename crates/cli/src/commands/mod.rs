@@ -19,7 +19,9 @@ pub mod serve;
 pub mod status;
 
 use crate::error::CliError;
-use leasehold_client::{Client, ClientOptions, Consistency, LockName};
+use crate::exit::Exit;
+use leasehold_client::{Client, ClientOptions, Consistency, LockName, TlsOptions};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Options every client command takes.
@@ -47,6 +49,16 @@ pub struct Global {
         hide_env_values = true
     )]
     pub auth_token: Option<String>,
+    /// CA certificate (PEM) that `https://` endpoints' certificates must
+    /// chain to.
+    #[arg(long, global = true, env = "LEASEHOLD_CACERT", value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Client certificate (PEM) for servers that require one (mTLS); needs --key.
+    #[arg(long, global = true, env = "LEASEHOLD_CERT", value_name = "FILE")]
+    pub cert: Option<PathBuf>,
+    /// Private key (PEM) of --cert.
+    #[arg(long, global = true, env = "LEASEHOLD_KEY", value_name = "FILE")]
+    pub key: Option<PathBuf>,
 }
 
 impl Global {
@@ -63,6 +75,7 @@ impl Global {
             retry_budget: self.timeout,
             retries_max: Some(1),
             auth_token: self.auth_token.clone(),
+            tls: self.tls()?,
             ..ClientOptions::default()
         };
         Ok(Client::connect_with(self.endpoints.split(','), options).await?)
@@ -75,10 +88,46 @@ impl Global {
         let options = ClientOptions {
             call_timeout: self.timeout,
             auth_token: self.auth_token.clone(),
+            tls: self.tls()?,
             ..ClientOptions::default()
         };
         Ok(Client::connect_with(self.endpoints.split(','), options).await?)
     }
+}
+
+impl Global {
+    /// The TLS settings of `--cacert`, `--cert` and `--key`, files read:
+    /// a missing file, or `--cert` without `--key` (or the reverse), is a
+    /// usage error.
+    pub fn tls(&self) -> Result<TlsOptions, CliError> {
+        if self.cert.is_some() != self.key.is_some() {
+            return Err(CliError::new(
+                Exit::Usage,
+                "--cert and --key go together (LEASEHOLD_CERT and LEASEHOLD_KEY): pass the \
+                 client certificate and its key, or neither",
+            ));
+        }
+        let read = |flag: &str, path: &Option<PathBuf>| -> Result<Option<Vec<u8>>, CliError> {
+            path.as_deref().map(|path| read_pem(flag, path)).transpose()
+        };
+        Ok(TlsOptions {
+            ca_pem: read("--cacert", &self.cacert)?,
+            cert_pem: read("--cert", &self.cert)?,
+            key_pem: read("--key", &self.key)?,
+        })
+    }
+}
+
+fn read_pem(flag: &str, path: &Path) -> Result<Vec<u8>, CliError> {
+    std::fs::read(path).map_err(|error| {
+        CliError::new(
+            Exit::Usage,
+            format!(
+                "{flag} {}: cannot read it ({error}); pass a readable PEM file",
+                path.display()
+            ),
+        )
+    })
 }
 
 /// Validates a lock name given on the command line before anything is

@@ -72,6 +72,23 @@ pub struct ServeArgs {
     /// keys) for log pipelines.
     #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "LEASEHOLD_LOG_FORMAT")]
     pub log_format: LogFormat,
+    /// The node's TLS certificate chain (PEM, leaf first): serve TLS.
+    /// Reloaded, with the key and CAs, on SIGHUP.
+    #[arg(long, requires = "tls_key", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, requires = "tls_cert", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// Require client certificates signed by this CA (PEM): mTLS.
+    #[arg(long, requires = "tls_cert", value_name = "FILE")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// The CA of the other nodes' certificates (PEM): only they may send
+    /// Raft messages. Default: --tls-client-ca.
+    #[arg(long, requires = "tls_cert", value_name = "FILE")]
+    pub peer_ca: Option<PathBuf>,
+    /// Serve plaintext on a non-loopback address (refused without it).
+    #[arg(long, conflicts_with = "tls_cert")]
+    pub insecure: bool,
 }
 
 /// The format of `leasehold serve`'s log lines.
@@ -121,6 +138,17 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     config.cluster_token = args.cluster_token.clone();
     config.bootstrap_admin = args.bootstrap_admin.clone();
     config.metrics_auth = args.metrics_auth;
+    config.insecure = args.insecure;
+    config.tls = args
+        .tls_cert
+        .clone()
+        .zip(args.tls_key.clone())
+        .map(|(cert, key)| leasehold_server::tls::TlsFiles {
+            cert,
+            key,
+            client_ca: args.tls_client_ca.clone(),
+            peer_ca: args.peer_ca.clone(),
+        });
     if let Some(entries) = args.snapshot_every {
         config.snapshot_every_entries = entries;
     }

@@ -42,6 +42,7 @@ pub async fn run(args: StatusArgs, global: &Global) -> Result<(), CliError> {
             "state": s.state,
             "quorum": s.quorum,
             "quorum_problem": (!s.quorum_problem.is_empty()).then_some(&s.quorum_problem),
+            "transport_security": s.transport_security,
             "members": members_json(&s.members, leader_view),
             "leases": s.leases,
             "locks": s.locks,
@@ -73,6 +74,9 @@ pub async fn run(args: StatusArgs, global: &Global) -> Result<(), CliError> {
         "{} leases, {} locks, version {}",
         s.leases, s.locks, s.version
     );
+    if !s.transport_security.is_empty() {
+        println!("transport: {}", s.transport_security);
+    }
     if s.cluster_id.is_empty() {
         println!("cluster: none yet (started with --join; `leasehold member add` gives it one)");
     } else {

@@ -67,11 +67,13 @@ mod cli;
 mod node;
 mod partition;
 mod rebirth;
+mod tls;
 pub mod workload;
 
 use node::Node;
 pub use node::{Formation, NodeStatus};
 use partition::Partition;
+use tls::ClusterTls;
 
 /// Most nodes one cluster can have (node IPs 127.0.0.11..=19, proxies .21..=29).
 pub const NODES_MAX: u64 = 9;
@@ -114,6 +116,8 @@ pub struct Cluster {
     nodes: BTreeMap<u64, Node>,
     /// The fault-injecting proxies, in a partitionable cluster.
     partition: Option<Partition>,
+    /// The certificates of an mTLS cluster ([`start_tls`](Self::start_tls)).
+    tls: Option<ClusterTls>,
     /// Owns the data directories and logs.
     _dir: tempfile::TempDir,
 }
@@ -122,7 +126,14 @@ impl Cluster {
     /// Starts `n` nodes that form one cluster, reaching each other directly,
     /// and waits until a majority agrees on a leader.
     pub fn start(n: u64) -> Cluster {
-        Cluster::launch(n, false, n)
+        Cluster::launch(n, false, n, false)
+    }
+
+    /// Like [`start`](Self::start), with mTLS on every node's port and
+    /// between peers (see [`tls`]); the cluster's commands present the CA
+    /// and a client certificate.
+    pub fn start_tls(n: u64) -> Cluster {
+        Cluster::launch(n, false, n, true)
     }
 
     /// Like [`start`](Self::start), but starts only nodes `1..=first` (a
@@ -131,18 +142,19 @@ impl Cluster {
     /// after another would.
     pub fn start_first(n: u64, first: u64) -> Cluster {
         assert!(first > n / 2 && first <= n, "a majority of {n} first");
-        Cluster::launch(n, false, first)
+        Cluster::launch(n, false, first, false)
     }
 
     /// Like [`start`](Self::start), with every node known by a proxy
     /// address, so that [`isolate`](Self::isolate) can cut one off.
     pub fn start_partitionable(n: u64) -> Cluster {
-        Cluster::launch(n, true, n)
+        Cluster::launch(n, true, n, false)
     }
 
-    fn launch(n: u64, partitionable: bool, first: u64) -> Cluster {
+    fn launch(n: u64, partitionable: bool, first: u64, with_tls: bool) -> Cluster {
         assert!((1..=NODES_MAX).contains(&n), "1..={NODES_MAX} nodes");
         let dir = tempfile::tempdir().expect("tempdir");
+        let tls = with_tls.then(|| ClusterTls::new(dir.path()));
         let listens: BTreeMap<u64, SocketAddr> = (1..=n)
             .map(|id| (id, SocketAddr::new(node_ip(id), free_port_on(node_ip(id)))))
             .collect();
@@ -167,6 +179,7 @@ impl Cluster {
                     formation: Formation::Peers(peers.clone()),
                     child: None,
                     starts: 0,
+                    tls_args: tls.as_ref().map(|tls| tls.serve_args(id, listen.ip())),
                 };
                 (id, node)
             })
@@ -174,6 +187,7 @@ impl Cluster {
         let mut cluster = Cluster {
             nodes,
             partition,
+            tls,
             _dir: dir,
         };
         let started = Instant::now();
@@ -206,6 +220,7 @@ impl Cluster {
             formation: Formation::Join,
             child: None,
             starts: 0,
+            tls_args: self.tls.as_ref().map(|tls| tls.serve_args(id, listen.ip())),
         };
         node.spawn();
         self.nodes.insert(id, node);

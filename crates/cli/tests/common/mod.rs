@@ -131,6 +131,10 @@ pub struct Server {
     _data: Option<tempfile::TempDir>,
     /// Owns the log directory.
     _logs: tempfile::TempDir,
+    /// `https` for a TLS server ([`start_tls`](Self::start_tls)), else `http`.
+    scheme: &'static str,
+    /// The environment of commands aimed at it (`LEASEHOLD_CACERT`, ...).
+    client_env: Vec<(String, String)>,
 }
 
 impl Server {
@@ -154,7 +158,30 @@ impl Server {
         Server::launch(data_dir, port, &[])
     }
 
+    /// Starts a TLS server (`serve_args`: `--tls-cert FILE ...`) on a free
+    /// port with a fresh data directory; its commands get `client_env`
+    /// (`LEASEHOLD_CACERT`, `LEASEHOLD_CERT`, `LEASEHOLD_KEY`).
+    pub fn start_tls(serve_args: &[String], client_env: &[(&str, String)]) -> Server {
+        let data = tempfile::tempdir().expect("tempdir");
+        let client_env = client_env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect();
+        let mut server = Server::spawn_serve(data.path(), free_port(), &[], serve_args);
+        server.scheme = "https";
+        server.client_env = client_env;
+        server._data = Some(data);
+        server.await_ready();
+        server
+    }
+
     fn launch(data_dir: &Path, port: u16, env: &[(&str, &str)]) -> Server {
+        let mut server = Server::spawn_serve(data_dir, port, env, &[]);
+        server.await_ready();
+        server
+    }
+
+    fn spawn_serve(data_dir: &Path, port: u16, env: &[(&str, &str)], args: &[String]) -> Server {
         let logs = tempfile::tempdir().expect("tempdir");
         let log = logs.path().join("server.log");
         let log_file = std::fs::File::create(&log).expect("create log");
@@ -162,6 +189,7 @@ impl Server {
         let child = Command::new(BIN)
             .args(["serve", "--listen", &listen, "--data-dir"])
             .arg(data_dir)
+            .args(args)
             .env("RUST_LOG", "info")
             .envs(env.iter().copied())
             .stdin(Stdio::null())
@@ -169,16 +197,16 @@ impl Server {
             .stderr(log_file)
             .spawn()
             .expect("spawn leasehold serve");
-        let mut server = Server {
+        Server {
             child: Some(child),
             port,
             data_dir: data_dir.to_owned(),
             log,
             _data: None,
             _logs: logs,
-        };
-        server.await_ready();
-        server
+            scheme: "http",
+            client_env: Vec::new(),
+        }
     }
 
     fn await_ready(&mut self) {
@@ -217,12 +245,14 @@ impl Server {
 
     /// The endpoint URL.
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("{}://127.0.0.1:{}", self.scheme, self.port)
     }
 
     /// A `leasehold` command aimed at this server.
     pub fn command(&self, args: &[&str]) -> Command {
-        command_to(&self.endpoint(), args)
+        let mut command = command_to(&self.endpoint(), args);
+        command.envs(self.client_env.iter().map(|(k, v)| (k, v)));
+        command
     }
 
     /// Runs a command to completion.

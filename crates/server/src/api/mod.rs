@@ -66,6 +66,10 @@ pub struct Node {
     pub identity: Arc<Identity>,
     /// Refused requests on their way to the audit trail, rate-bounded.
     pub refusals: Arc<crate::auth::Refusals>,
+    /// How this node calls other nodes (probing new members): plaintext or TLS.
+    pub dialer: crate::tls::PeerDialer,
+    /// How the port is protected (status and the live page show it).
+    pub transport_security: crate::tls::TransportSecurity,
 }
 
 impl Node {

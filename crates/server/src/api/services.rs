@@ -73,7 +73,7 @@ impl Lock for LockApi {
         &self,
         request: Request<AcquireRequest>,
     ) -> Result<Response<AcquireResponse>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         Ok(Response::new(
             acquire(&self.node, &caller, request.into_inner()).await?,
         ))
@@ -83,7 +83,7 @@ impl Lock for LockApi {
         &self,
         request: Request<ReleaseRequest>,
     ) -> Result<Response<ReleaseResponse>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         Ok(Response::new(
             release(&self.node, &caller, request.into_inner()).await?,
         ))
@@ -93,7 +93,7 @@ impl Lock for LockApi {
         &self,
         request: Request<ForceReleaseRequest>,
     ) -> Result<Response<ForceReleaseResponse>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         Ok(Response::new(
             force_release(&self.node, &caller, request.into_inner()).await?,
         ))
@@ -103,7 +103,7 @@ impl Lock for LockApi {
         &self,
         request: Request<IncidentsRequest>,
     ) -> Result<Response<IncidentsResponse>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         Ok(Response::new(incidents(&self.node, &caller)?))
     }
 
@@ -113,7 +113,7 @@ impl Lock for LockApi {
         &self,
         request: Request<Streaming<SessionRequest>>,
     ) -> Result<Response<Self::SessionStream>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         let requests = request.into_inner();
         Ok(Response::new(session::spawn(
             self.node.clone(),
@@ -126,7 +126,7 @@ impl Lock for LockApi {
         &self,
         request: Request<GetLockRequest>,
     ) -> Result<Response<GetLockResponse>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         Ok(Response::new(
             get_lock(&self.node, &caller, request.into_inner()).await?,
         ))
@@ -136,7 +136,7 @@ impl Lock for LockApi {
         &self,
         request: Request<ListLocksRequest>,
     ) -> Result<Response<ListLocksResponse>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         Ok(Response::new(
             list(&self.node, &caller, request.into_inner()).await?,
         ))
@@ -149,7 +149,7 @@ impl Lease for LeaseApi {
         &self,
         request: Request<GrantRequest>,
     ) -> Result<Response<GrantResponse>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         Ok(Response::new(
             grant(&self.node, &caller, request.into_inner()).await?,
         ))
@@ -159,7 +159,7 @@ impl Lease for LeaseApi {
         &self,
         request: Request<KeepAliveRequest>,
     ) -> Result<Response<KeepAliveResponse>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         Ok(Response::new(
             keep_alive(&self.node, &caller, request.get_ref()).await?,
         ))
@@ -171,7 +171,7 @@ impl Lease for LeaseApi {
         &self,
         request: Request<Streaming<KeepAliveRequest>>,
     ) -> Result<Response<Self::KeepAliveStreamStream>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         let requests = request.into_inner();
         Ok(Response::new(keepalive_stream::spawn(
             self.node.clone(),
@@ -184,7 +184,7 @@ impl Lease for LeaseApi {
         &self,
         request: Request<RevokeRequest>,
     ) -> Result<Response<RevokeResponse>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         Ok(Response::new(
             revoke(&self.node, &caller, request.into_inner()).await?,
         ))
@@ -194,7 +194,7 @@ impl Lease for LeaseApi {
         &self,
         request: Request<GetLeaseRequest>,
     ) -> Result<Response<GetLeaseResponse>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         Ok(Response::new(
             get_lease(&self.node, &caller, request.into_inner()).await?,
         ))
@@ -207,7 +207,7 @@ impl FencedStore for FencedApi {
         &self,
         request: Request<FencedPutRequest>,
     ) -> Result<Response<FencedPutResponse>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         Ok(Response::new(
             fenced_put(&self.node, &caller, request.into_inner()).await?,
         ))
@@ -217,7 +217,7 @@ impl FencedStore for FencedApi {
         &self,
         request: Request<FencedGetRequest>,
     ) -> Result<Response<FencedGetResponse>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         Ok(Response::new(
             fenced_get(&self.node, &caller, request.into_inner()).await?,
         ))
@@ -232,7 +232,7 @@ impl Watch for WatchApi {
         &self,
         request: Request<EventsRequest>,
     ) -> Result<Response<Self::EventsStream>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         Ok(Response::new(events(
             &self.node,
             &caller,

@@ -16,6 +16,8 @@ use crate::clock::wall_unix_ms;
 use leasehold_core::auth::{AuditEntry, AuditKind, Principal, Verb};
 use leasehold_core::LockError;
 use tonic::metadata::MetadataMap;
+use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
+use tonic::Extensions;
 
 /// The metadata key of the bearer token.
 pub const AUTHORIZATION: &str = "authorization";
@@ -29,8 +31,13 @@ pub struct Caller {
 }
 
 impl Caller {
-    /// Identifies the caller of a request with `metadata`.
-    pub fn identify(node: &Node, metadata: &MetadataMap) -> Result<Caller, ApiError> {
+    /// Identifies the caller of a request with `metadata` and `extensions`
+    /// (where the TLS layer left the client's certificate chain).
+    pub fn identify(
+        node: &Node,
+        metadata: &MetadataMap,
+        extensions: &Extensions,
+    ) -> Result<Caller, ApiError> {
         let bearer = metadata
             .get(AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
@@ -51,7 +58,7 @@ impl Caller {
                 node.refusals.report(refused_entry("", None, "", &why));
                 return Err(LockError::Unauthenticated { why }.into());
             }
-            _ => certificate_principal(metadata).and_then(|p| Principal::parse(&p).ok()),
+            _ => certificate_principal(extensions).and_then(|p| Principal::parse(&p).ok()),
         };
         if enabled && principal.is_none() {
             let error = LockError::anonymous();
@@ -117,9 +124,12 @@ impl Caller {
 }
 
 /// The principal of the request's client certificate (SAN URI or DNS name,
-/// else CN), if it presented one.
-fn certificate_principal(_metadata: &MetadataMap) -> Option<String> {
-    None // part A's leasehold_server::tls::certificate_principal(der) goes here (lead wires it at the merge).
+/// else CN), if it presented one; rustls verified its chain against the
+/// client (or peer) CA during the handshake.
+fn certificate_principal(extensions: &Extensions) -> Option<String> {
+    let info = extensions.get::<TlsConnectInfo<TcpConnectInfo>>()?;
+    let chain = info.peer_certs()?;
+    crate::tls::certificate_principal(chain.first()?)
 }
 
 fn refused_entry(principal: &str, verb: Option<Verb>, name: &str, why: &str) -> AuditEntry {

@@ -8,6 +8,7 @@ use super::startup::{judge_answers, starting_id, Held, StartingId};
 use super::{peers, ClusterId, Identity};
 use crate::raft::node::Formation;
 use crate::raft::types::Raft;
+use crate::tls::PeerDialer;
 use crate::ServeError;
 use std::collections::BTreeMap;
 
@@ -20,6 +21,7 @@ pub async fn establish(
     identity: &Identity,
     formation: &Formation,
     token: &str,
+    dialer: &PeerDialer,
 ) -> Result<(), ServeError> {
     let initialized = raft
         .is_initialized()
@@ -47,7 +49,7 @@ pub async fn establish(
         ),
         StartingId::Create(id) => {
             if let (Held::Nothing, Formation::Initialize(members)) = (held, formation) {
-                check_peers(node_id, &id, members).await?;
+                check_peers(dialer, node_id, &id, members).await?;
             }
             identity.create(id.clone()).await.map_err(|error| {
                 ServeError::Storage(format!("cannot store the cluster id: {error}"))
@@ -68,11 +70,12 @@ pub async fn establish(
 
 /// Asks the other `members` who they are and judges their answers.
 async fn check_peers(
+    dialer: &PeerDialer,
     node_id: u64,
     ours: &ClusterId,
     members: &BTreeMap<u64, String>,
 ) -> Result<(), ServeError> {
-    let answers = peers::ask(node_id, ours, members).await;
+    let answers = peers::ask(dialer, node_id, ours, members).await;
     let own_addr = members.get(&node_id).map_or("ADDR", String::as_str);
     judge_answers(node_id, own_addr, ours, &answers).map_err(ServeError::Formation)
 }

@@ -6,6 +6,7 @@
 use super::startup::Answer;
 use super::ClusterId;
 use crate::raft::network::ask_once;
+use crate::tls::PeerDialer;
 use leasehold_proto::v1::raft_transport_client::RaftTransportClient;
 use leasehold_proto::v1::IdentifyRequest;
 use std::collections::BTreeMap;
@@ -17,8 +18,14 @@ use std::time::Duration;
 pub const ASK_MAX: Duration = Duration::from_secs(1);
 
 /// Asks every member of `members` but node `node_id` (which would form
-/// cluster `ours`) who it is; returns the answers that came.
-pub async fn ask(node_id: u64, ours: &ClusterId, members: &BTreeMap<u64, String>) -> Vec<Answer> {
+/// cluster `ours`) who it is, calling through `dialer`; returns the answers
+/// that came.
+pub async fn ask(
+    dialer: &PeerDialer,
+    node_id: u64,
+    ours: &ClusterId,
+    members: &BTreeMap<u64, String>,
+) -> Vec<Answer> {
     let request = IdentifyRequest {
         node_id,
         cluster_id: ours.as_str().to_owned(),
@@ -29,7 +36,7 @@ pub async fn ask(node_id: u64, ours: &ClusterId, members: &BTreeMap<u64, String>
         .map(|(&listed_id, addr)| {
             let request = request.clone();
             async move {
-                let asked = ask_once(addr, ASK_MAX, |channel| async move {
+                let asked = ask_once(dialer, addr, ASK_MAX, |channel| async move {
                     RaftTransportClient::new(channel).identify(request).await
                 })
                 .await;

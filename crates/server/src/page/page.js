@@ -166,6 +166,12 @@ function renderCluster(reply) {
     ? `node ${reply.node_id}: ${state}, term ${reply.term}, quorum ok`
     : `node ${reply.node_id}: ${state}, term ${reply.term}: ${reply.quorum_problem}`;
   document.getElementById("member-rows").replaceChildren(...reply.members.map(memberRow));
+  const transport = document.getElementById("transport");
+  transport.dataset.security = reply.transport_security;
+  transport.className = reply.transport_security === "insecure" ? "bad" : "ok";
+  transport.textContent = reply.transport_security === "insecure"
+    ? "transport: insecure (plaintext on a non-loopback address, started with --insecure)"
+    : `transport: ${reply.transport_security}`;
 }
 
 function eventRow(event) {

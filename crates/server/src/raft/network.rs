@@ -3,6 +3,9 @@
 //! and reconnected by tonic. A single node never sends anything, so it runs
 //! this same code with no peers.
 //!
+//! With TLS (see [`PeerDialer`]) every connection is `https://`: it trusts
+//! the peer CA and presents this node's certificate.
+//!
 //! Every request carries this node's id and cluster id. A peer that answers
 //! is noted as having taken part ([`Identity::saw`]); a peer of another
 //! cluster refuses with FAILED_PRECONDITION, which is logged (rate-limited)
@@ -20,6 +23,7 @@ use super::contacts::Contacts;
 use super::transport::RAFT_MESSAGE_BYTES_MAX;
 use super::types::TypeConfig;
 use crate::identity::Identity;
+use crate::tls::PeerDialer;
 use leasehold_proto::v1::raft_transport_client::RaftTransportClient;
 use leasehold_proto::v1::RaftPayload;
 use openraft::error::{
@@ -36,7 +40,7 @@ use serde::Serialize;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 /// Bound on connecting to a peer.
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
@@ -53,6 +57,8 @@ pub struct Network {
     pub identity: Arc<Identity>,
     /// Where each peer's replies are noted.
     pub contacts: Arc<Contacts>,
+    /// How a connection to a peer is made (plaintext or TLS).
+    pub dialer: PeerDialer,
 }
 
 /// A client to one peer.
@@ -67,26 +73,22 @@ pub struct PeerClient {
     contacts: Arc<Contacts>,
 }
 
-/// The URL of a peer known by `addr` (`HOST:PORT`, or already a URL).
-pub fn peer_url(addr: &str) -> String {
-    if addr.contains("://") {
-        addr.to_owned()
-    } else {
-        format!("http://{addr}")
-    }
-}
-
 /// Asks the node at `addr` one question (`ask` on a fresh connection), all
 /// within `limit`: the identity check before forming a cluster, the probe
 /// before adding a member. The error says why there was no answer.
-pub async fn ask_once<T, F, Fut>(addr: &str, limit: Duration, ask: F) -> Result<T, String>
+pub async fn ask_once<T, F, Fut>(
+    dialer: &PeerDialer,
+    addr: &str,
+    limit: Duration,
+    ask: F,
+) -> Result<T, String>
 where
     F: FnOnce(Channel) -> Fut,
     Fut: std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
 {
     let asked = async {
-        let channel = Endpoint::from_shared(peer_url(addr))
-            .map_err(|error| innermost_cause(&error))?
+        let channel = dialer
+            .endpoint(addr)?
             .connect_timeout(limit)
             .connect()
             .await
@@ -115,18 +117,20 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: u64, node: &BasicNode) -> PeerClient {
-        let client = Endpoint::from_shared(peer_url(&node.addr))
-            .ok()
-            .map(|endpoint| {
-                let channel = endpoint
-                    .local_address(self.local_ip)
-                    .connect_timeout(CONNECT_TIMEOUT)
-                    .tcp_nodelay(true)
-                    .connect_lazy();
-                RaftTransportClient::new(channel)
-                    .max_decoding_message_size(RAFT_MESSAGE_BYTES_MAX)
-                    .max_encoding_message_size(RAFT_MESSAGE_BYTES_MAX)
-            });
+        let endpoint = self.dialer.endpoint(&node.addr);
+        if let Err(error) = &endpoint {
+            tracing::warn!(peer = target, addr = %node.addr, "cannot call this peer: {error}");
+        }
+        let client = endpoint.ok().map(|endpoint| {
+            let channel = endpoint
+                .local_address(self.local_ip)
+                .connect_timeout(CONNECT_TIMEOUT)
+                .tcp_nodelay(true)
+                .connect_lazy();
+            RaftTransportClient::new(channel)
+                .max_decoding_message_size(RAFT_MESSAGE_BYTES_MAX)
+                .max_encoding_message_size(RAFT_MESSAGE_BYTES_MAX)
+        });
         PeerClient {
             target,
             addr: node.addr.clone(),

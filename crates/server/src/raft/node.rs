@@ -175,6 +175,7 @@ pub async fn start(
 ) -> Result<Raft, ServeError> {
     let node_id = start.node_id;
     let config = raft_config(&start.timings, start.snapshot_every_entries)?;
+    let dialer = start.network.dialer.clone();
     let raft = Raft::new(node_id, config, start.network, log_store, state_machine)
         .await
         .map_err(|error| ServeError::Raft(error.to_string()))?;
@@ -183,6 +184,7 @@ pub async fn start(
         &start.identity,
         &start.formation,
         &start.cluster_token,
+        &dialer,
     )
     .await;
     if let Err(error) = established {

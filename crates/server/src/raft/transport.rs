@@ -1,6 +1,8 @@
 //! The receiving side of Raft traffic: the internal `RaftTransport` gRPC
 //! service, served on the same port as the client API. Each call first has
-//! its sender's cluster id judged ([`Identity::admit`]: another cluster's
+//! its caller judged: with TLS only the cluster's nodes get through (see
+//! [`PeerGate`]), never a client, whatever its credentials. Then its
+//! sender's cluster id is judged ([`Identity::admit`]: another cluster's
 //! message is refused with FAILED_PRECONDITION before Raft sees it), then
 //! decodes an openraft request, notes contact with its sender (the node its
 //! vote names: the leader of an AppendEntries or InstallSnapshot, the
@@ -12,6 +14,7 @@ use super::codec::{decode, encode};
 use super::contacts::Contacts;
 use super::types::{Raft, TypeConfig};
 use crate::identity::{Identity, MessageKind};
+use crate::tls::peers::PeerGate;
 use leasehold_proto::v1::raft_transport_server::RaftTransport;
 use leasehold_proto::v1::{IdentifyRequest, IdentifyResponse, RaftPayload};
 use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
@@ -31,25 +34,49 @@ pub struct RaftTransportApi {
     identity: Arc<Identity>,
     /// Where each sender's messages are noted.
     contacts: Arc<Contacts>,
+    /// Lets only peers through.
+    gate: PeerGate,
 }
 
 impl RaftTransportApi {
     /// The service over `raft`, for the node `identity` describes, noting
-    /// senders in `contacts`.
-    pub fn new(raft: Raft, identity: Arc<Identity>, contacts: Arc<Contacts>) -> RaftTransportApi {
+    /// senders in `contacts`, letting through the callers `gate` admits.
+    pub fn new(
+        raft: Raft,
+        identity: Arc<Identity>,
+        contacts: Arc<Contacts>,
+        gate: PeerGate,
+    ) -> RaftTransportApi {
         RaftTransportApi {
             raft,
             identity,
             contacts,
+            gate,
         }
     }
 
-    /// Admits (see [`Identity::admit`]) and decodes one request.
+    /// Lets `request` through if its caller is a peer (see [`PeerGate`]).
+    fn admit_peer<T>(&self, request: &Request<T>) -> Result<(), Status> {
+        let members: Vec<String> = {
+            let metrics = self.raft.metrics();
+            let metrics = metrics.borrow();
+            let membership = metrics.membership_config.membership();
+            membership
+                .nodes()
+                .map(|(_, node)| node.addr.clone())
+                .collect()
+        };
+        self.gate.admit(request, &members)
+    }
+
+    /// Admits (see [`PeerGate`] and [`Identity::admit`]) and decodes one
+    /// request.
     async fn receive<T: DeserializeOwned>(
         &self,
         request: Request<RaftPayload>,
         kind: MessageKind,
     ) -> Result<T, Status> {
+        self.admit_peer(&request)?;
         let payload = request.into_inner();
         self.identity
             .admit(payload.node_id, &payload.cluster_id, kind)
@@ -112,6 +139,7 @@ impl RaftTransport for RaftTransportApi {
         &self,
         request: Request<IdentifyRequest>,
     ) -> Result<Response<IdentifyResponse>, Status> {
+        self.admit_peer(&request)?;
         // From the metrics, not through Raft's core: a busy leader must
         // answer within the asker's short timeout. The same test as
         // openraft's `is_initialized`: a vote or a log.

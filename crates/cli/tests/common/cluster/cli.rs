@@ -9,19 +9,27 @@ use std::process::{Child, Command};
 impl Cluster {
     /// A `leasehold` command with every live node as `--endpoints`.
     pub fn command(&self, args: &[&str]) -> Command {
-        command_to(&self.endpoints(), args)
+        self.with_tls(command_to(&self.endpoints(), args))
     }
 
     /// A `leasehold` command aimed at node `id` alone (at its listen address).
     pub fn command_on(&self, id: u64, args: &[&str]) -> Command {
-        command_to(&self.endpoint(id), args)
+        self.with_tls(command_to(&self.endpoint(id), args))
+    }
+
+    /// `command` with the cluster's CA and client certificate, if it has TLS.
+    fn with_tls(&self, mut command: Command) -> Command {
+        if let Some(tls) = &self.tls {
+            command.envs(tls.client_env());
+        }
+        command
     }
 
     /// A `leasehold` command with the nodes `ids` (in that order) as
     /// `--endpoints`: e.g. only the majority side of a partition.
     pub fn command_via(&self, ids: &[u64], args: &[&str]) -> Command {
         let urls: Vec<String> = ids.iter().map(|&id| self.endpoint(id)).collect();
-        command_to(&urls.join(","), args)
+        self.with_tls(command_to(&urls.join(","), args))
     }
 
     /// Runs a command against the live nodes to completion.

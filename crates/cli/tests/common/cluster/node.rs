@@ -82,6 +82,8 @@ pub(super) struct Node {
     pub(super) child: Option<Child>,
     /// How many times it was started (numbers the log markers).
     pub(super) starts: u32,
+    /// Its TLS flags (`--tls-cert ...`), in an mTLS cluster.
+    pub(super) tls_args: Option<Vec<String>>,
 }
 
 impl Node {
@@ -106,6 +108,7 @@ impl Node {
             Formation::Join => cmd.arg("--join"),
             Formation::Alone => &mut cmd,
         };
+        cmd.args(self.tls_args.iter().flatten());
         let child = cmd
             .env("RUST_LOG", "info,openraft=warn")
             .env("NO_COLOR", "1")
@@ -118,7 +121,12 @@ impl Node {
     }
 
     pub(super) fn endpoint(&self) -> String {
-        format!("http://{}", self.listen)
+        let scheme = if self.tls_args.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.listen)
     }
 
     /// Panics (with the log) if the process has exited.

@@ -35,7 +35,7 @@ impl AuthApi {
         request: &Request<T>,
         change: Result<AuthChange, ApiError>,
     ) -> Result<Response<AuthChangeResponse>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         let proposal =
             caller.authorize(&self.node, Proposal::auth(change?).map_err(ApiError::from)?)?;
         let ((), revision) = self.node.propose(proposal).await?;
@@ -46,7 +46,7 @@ impl AuthApi {
 
     /// The caller, checked for `admin` on "" (the lists and the audit).
     fn admin<T>(&self, request: &Request<T>) -> Result<Caller, ApiError> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         caller.check(&self.node, Verb::Admin, "")?;
         Ok(caller)
     }
@@ -98,7 +98,7 @@ impl Auth for AuthApi {
         &self,
         request: Request<AuthStatusRequest>,
     ) -> Result<Response<AuthStatusResponse>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         Ok(Response::new(self.node.state.read(|state| {
             AuthStatusResponse {
                 header: self.node.header(state.revision()),
@@ -183,7 +183,7 @@ impl Auth for AuthApi {
         &self,
         request: Request<CreateTokenRequest>,
     ) -> Result<Response<CreateTokenResponse>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         let principal = tables::principal(&request.get_ref().principal)?;
         let make = |principal, token| AuthChange::CreateToken { principal, token };
         let created = self
@@ -223,7 +223,7 @@ impl Auth for AuthApi {
             })
             .into());
         }
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         let principal = tables::principal(&request.get_ref().principal)?;
         let make = |principal, token| AuthChange::Bootstrap {
             principal,

@@ -51,7 +51,14 @@ pub async fn add(
         return Ok(reply(&node, None));
     }
     let cluster_id = node.identity.cluster_id();
-    probe(&current(&node), cluster_id.as_ref(), id, &addr).await?;
+    probe(
+        &node.dialer,
+        &current(&node),
+        cluster_id.as_ref(),
+        id,
+        &addr,
+    )
+    .await?;
     let raft = node.raft.clone();
     let membership = in_own_task(async move {
         let started = Instant::now();

@@ -45,7 +45,7 @@ impl Cluster for ClusterApi {
         &self,
         request: Request<AddMemberRequest>,
     ) -> Result<Response<MembershipResponse>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         caller.check(&self.node, Verb::Admin, "")?;
         let request = request.into_inner();
         let what = format!("add node {} at {}", request.id, request.addr);
@@ -58,7 +58,7 @@ impl Cluster for ClusterApi {
         &self,
         request: Request<RemoveMemberRequest>,
     ) -> Result<Response<MembershipResponse>, Status> {
-        let caller = Caller::identify(&self.node, request.metadata())?;
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         caller.check(&self.node, Verb::Admin, "")?;
         let request = request.into_inner();
         let what = format!("remove node {}", request.id);

@@ -18,15 +18,17 @@ use std::time::Duration;
 /// Bound on asking a node to be added for its status.
 const PROBE_MAX: Duration = Duration::from_secs(2);
 
-/// Asks the node at `addr` for its status, within [`PROBE_MAX`], and checks
-/// that it is node `id` and free to join `ours`, the cluster `cluster_id`.
+/// Asks the node at `addr` (through `dialer`) for its status, within
+/// [`PROBE_MAX`], and checks that it is node `id` and free to join `ours`,
+/// the cluster `cluster_id`.
 pub async fn probe(
+    dialer: &crate::tls::PeerDialer,
     ours: &Members,
     cluster_id: Option<&ClusterId>,
     id: u64,
     addr: &str,
 ) -> Result<(), ApiError> {
-    let asked = ask_once(addr, PROBE_MAX, |channel| async move {
+    let asked = ask_once(dialer, addr, PROBE_MAX, |channel| async move {
         ClusterClient::new(channel).status(StatusRequest {}).await
     })
     .await;

@@ -156,6 +156,7 @@ pub async fn status(node: &Node) -> StatusResponse {
         cluster_id: node.identity.cluster_id_text(),
         quorum: view.quorum.quorum(),
         quorum_problem: view.quorum.problem(),
+        transport_security: node.transport_security.as_str().into(),
     }
 }
 
