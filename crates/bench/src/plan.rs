@@ -4,6 +4,7 @@
 //! fails at once with a message naming the flag.
 
 use anyhow::bail;
+use leasehold_client::TlsOptions;
 
 use super::args::{BenchArgs, Transport, Workload};
 use super::stats::RunInfo;
@@ -23,6 +24,10 @@ pub(super) struct Plan {
     pub(super) connections: u32,
     pub(super) inflight: u32,
     pub(super) transport: Transport,
+    /// TLS for `https://` endpoints (`--cacert`, `--cert`, `--key`).
+    pub(super) tls: TlsOptions,
+    /// The bearer token sent with every call (`--auth-token`).
+    pub(super) auth_token: Option<String>,
 }
 
 impl Plan {
@@ -102,6 +107,12 @@ impl Plan {
             connections,
             inflight,
             transport: args.transport,
+            tls: TlsOptions::from_files(
+                args.cacert.as_deref(),
+                args.cert.as_deref(),
+                args.key.as_deref(),
+            )?,
+            auth_token: args.auth_token.clone(),
         })
     }
 }

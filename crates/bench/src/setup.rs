@@ -39,6 +39,8 @@ pub(super) fn run_id() -> String {
 pub(super) async fn connect(plan: &Plan) -> anyhow::Result<Vec<Client>> {
     let options = ClientOptions {
         transport: plan.transport.client(),
+        tls: plan.tls.clone(),
+        auth_token: plan.auth_token.clone(),
         ..ClientOptions::default()
     };
     let mut clients = Vec::with_capacity(plan.connections as usize);

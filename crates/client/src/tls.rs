@@ -12,6 +12,7 @@ use crate::error::Error;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -43,6 +44,42 @@ pub(crate) struct TlsConfigs {
 }
 
 impl TlsOptions {
+    /// Reads the PEM files etcdctl's flags name: `cacert` (`--cacert`),
+    /// `cert` and `key` (`--cert`, `--key`, which go together). An
+    /// unreadable file, or a certificate without its key, is an
+    /// `InvalidArgument` naming the flag and the file.
+    pub fn from_files(
+        cacert: Option<&Path>,
+        cert: Option<&Path>,
+        key: Option<&Path>,
+    ) -> Result<TlsOptions, Error> {
+        if cert.is_some() != key.is_some() {
+            return Err(Error::InvalidArgument {
+                field: "--cert/--key".into(),
+                reason: "--cert and --key go together (LEASEHOLD_CERT and LEASEHOLD_KEY): \
+                         pass the client certificate and its key, or neither"
+                    .into(),
+            });
+        }
+        let read = |flag: &str, path: Option<&Path>| -> Result<Option<Vec<u8>>, Error> {
+            let Some(path) = path else { return Ok(None) };
+            std::fs::read(path)
+                .map(Some)
+                .map_err(|error| Error::InvalidArgument {
+                    field: flag.into(),
+                    reason: format!(
+                        "{}: cannot read it ({error}); pass a readable PEM file",
+                        path.display()
+                    ),
+                })
+        };
+        Ok(TlsOptions {
+            ca_pem: read("--cacert", cacert)?,
+            cert_pem: read("--cert", cert)?,
+            key_pem: read("--key", key)?,
+        })
+    }
+
     /// Checks the PEM and builds the TLS configs `https://` endpoints use;
     /// `None` when no CA is given (then an `https://` endpoint is refused
     /// at connect).

@@ -19,9 +19,8 @@ pub mod serve;
 pub mod status;
 
 use crate::error::CliError;
-use crate::exit::Exit;
 use leasehold_client::{Client, ClientOptions, Consistency, LockName, TlsOptions};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Options every client command takes.
@@ -100,34 +99,12 @@ impl Global {
     /// a missing file, or `--cert` without `--key` (or the reverse), is a
     /// usage error.
     pub fn tls(&self) -> Result<TlsOptions, CliError> {
-        if self.cert.is_some() != self.key.is_some() {
-            return Err(CliError::new(
-                Exit::Usage,
-                "--cert and --key go together (LEASEHOLD_CERT and LEASEHOLD_KEY): pass the \
-                 client certificate and its key, or neither",
-            ));
-        }
-        let read = |flag: &str, path: &Option<PathBuf>| -> Result<Option<Vec<u8>>, CliError> {
-            path.as_deref().map(|path| read_pem(flag, path)).transpose()
-        };
-        Ok(TlsOptions {
-            ca_pem: read("--cacert", &self.cacert)?,
-            cert_pem: read("--cert", &self.cert)?,
-            key_pem: read("--key", &self.key)?,
-        })
+        Ok(TlsOptions::from_files(
+            self.cacert.as_deref(),
+            self.cert.as_deref(),
+            self.key.as_deref(),
+        )?)
     }
-}
-
-fn read_pem(flag: &str, path: &Path) -> Result<Vec<u8>, CliError> {
-    std::fs::read(path).map_err(|error| {
-        CliError::new(
-            Exit::Usage,
-            format!(
-                "{flag} {}: cannot read it ({error}); pass a readable PEM file",
-                path.display()
-            ),
-        )
-    })
 }
 
 /// Validates a lock name given on the command line before anything is
