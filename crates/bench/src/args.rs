@@ -106,23 +106,6 @@ pub struct BenchArgs {
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     pub json: bool,
-    /// CA certificate (PEM) for `https://` endpoints (as the other commands).
-    #[arg(long, env = "LEASEHOLD_CACERT", value_name = "FILE")]
-    pub cacert: Option<std::path::PathBuf>,
-    /// Client certificate (PEM) for servers that require one; needs --key.
-    #[arg(long, env = "LEASEHOLD_CERT", value_name = "FILE")]
-    pub cert: Option<std::path::PathBuf>,
-    /// Private key (PEM) of --cert.
-    #[arg(long, env = "LEASEHOLD_KEY", value_name = "FILE")]
-    pub key: Option<std::path::PathBuf>,
-    /// Bearer token for servers with auth enabled (not LEASEHOLD_TOKEN).
-    #[arg(
-        long,
-        env = "LEASEHOLD_AUTH_TOKEN",
-        value_name = "SECRET",
-        hide_env_values = true
-    )]
-    pub auth_token: Option<String>,
 }
 
 /// Parses `bench` flags as the `leasehold` command would (for tests here and

@@ -37,7 +37,7 @@ pub use args::{BenchArgs, Target, Transport, Workload};
 use std::future::Future;
 use std::time::Duration;
 
-use leasehold_client::{Error, Lease, ReleaseOutcome};
+use leasehold_client::{Error, Lease, ReleaseOutcome, TlsOptions};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -49,12 +49,21 @@ const WARMUP: Duration = Duration::from_secs(1);
 /// Pause after a transport-level failure, so a dead server is not hammered.
 const ERROR_BACKOFF: Duration = Duration::from_millis(10);
 
-/// Runs the benchmark and prints its report.
-pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+/// Runs the benchmark and prints its report; the clients use `tls` for
+/// `https://` endpoints and send `auth_token` (the CLI's global flags).
+pub async fn run(
+    args: BenchArgs,
+    tls: TlsOptions,
+    auth_token: Option<String>,
+) -> anyhow::Result<()> {
     if args.target == Target::Etcd {
         return etcd::run(&args).await;
     }
-    let plan = Plan::new(&args)?;
+    let plan = Plan {
+        tls,
+        auth_token,
+        ..Plan::new(&args)?
+    };
     let clients = setup::connect(&plan).await?;
     let leases = setup::grant_leases(&clients, plan.clients).await?;
     // Where the grants went: the leader, when several endpoints are given.

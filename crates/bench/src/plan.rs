@@ -24,7 +24,8 @@ pub(super) struct Plan {
     pub(super) connections: u32,
     pub(super) inflight: u32,
     pub(super) transport: Transport,
-    /// TLS for `https://` endpoints (`--cacert`, `--cert`, `--key`).
+    /// TLS for `https://` endpoints (the CLI's `--cacert`, `--cert`,
+    /// `--key`; see [`run`](crate::run)).
     pub(super) tls: TlsOptions,
     /// The bearer token sent with every call (`--auth-token`).
     pub(super) auth_token: Option<String>,
@@ -107,12 +108,8 @@ impl Plan {
             connections,
             inflight,
             transport: args.transport,
-            tls: TlsOptions::from_files(
-                args.cacert.as_deref(),
-                args.cert.as_deref(),
-                args.key.as_deref(),
-            )?,
-            auth_token: args.auth_token.clone(),
+            tls: TlsOptions::default(),
+            auth_token: None,
         })
     }
 }

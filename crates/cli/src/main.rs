@@ -161,11 +161,63 @@ async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
         Command::Fenced { cmd } => fenced::run(cmd, global).await,
         Command::Status(args) => status::run(args, global).await,
         Command::Member { cmd } => member::run(cmd, global).await,
-        Command::Bench(args) => leasehold_bench::run(args).await.map_err(CliError::from),
+        Command::Bench(args) => {
+            let (tls, auth_token) = (global.tls()?, global.auth_token.clone());
+            leasehold_bench::run(args, tls, auth_token)
+                .await
+                .map_err(CliError::from)
+        }
         Command::Auth { cmd } => auth::run_auth(cmd, global).await,
         Command::Role { cmd } => auth::run_role(cmd, global).await,
         Command::User { cmd } => auth::run_user(cmd, global).await,
         Command::Token { cmd } => auth::run_token(cmd, global).await,
         Command::Audit(args) => audit::run(args, global).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    /// A global flag whose id is also a subcommand's field id makes clap
+    /// panic while parsing (the TLS `--key` once met `fenced put`'s
+    /// positional `key`): every subcommand with such fields parses next to
+    /// every global flag.
+    #[test]
+    fn global_flags_parse_next_to_every_subcommand_field() {
+        let globals = [
+            "--cacert",
+            "ca.pem",
+            "--cert",
+            "c.pem",
+            "--key",
+            "k.pem",
+            "--auth-token",
+            "lh_x",
+        ];
+        let lines: [&[&str]; 4] = [
+            &["fenced", "put", "cfg/a", "v", "--lock", "l", "--token", "1"],
+            &["fenced", "get", "cfg/a"],
+            &["acquire", "jobs/a", "--ttl", "5s"],
+            &["bench", "--workload", "uncontended", "--clients", "1"],
+        ];
+        for line in lines {
+            let mut argv = vec!["leasehold"];
+            argv.extend_from_slice(&globals);
+            argv.extend_from_slice(line);
+            let parsed = Cli::try_parse_from(&argv);
+            assert!(parsed.is_ok(), "{argv:?}: {parsed:?}");
+            let cli = parsed.unwrap();
+            assert_eq!(
+                cli.global.tls_key.as_deref(),
+                Some(std::path::Path::new("k.pem"))
+            );
+        }
     }
 }

@@ -9,6 +9,7 @@
 //! other's certificate.
 
 use crate::error::Error;
+use leasehold_proto::tls_mismatch::{H2_PREFACE, SPEAKS_TLS};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
@@ -171,7 +172,7 @@ pub(crate) async fn check_handshake(
         };
         // The client preface and an empty SETTINGS frame; the server
         // answers with its SETTINGS, or its refusal.
-        let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        let mut hello = H2_PREFACE.to_vec();
         hello.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
         let mut first = [0u8; 64];
         let answered = match tls.write_all(&hello).await {
@@ -182,10 +183,6 @@ pub(crate) async fn check_handshake(
     };
     tokio::time::timeout(limit, checked).await.ok().flatten()
 }
-
-/// What the server at a TLS port answers a plaintext client (see the
-/// server's `tls::acceptor`).
-const SPEAKS_TLS: &str = "speaks TLS: use https:// and --cacert";
 
 /// The sentence for an `https://` endpoint at `url` on a plaintext server.
 pub(crate) fn not_tls_sentence(url: &str) -> String {

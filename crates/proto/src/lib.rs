@@ -31,6 +31,7 @@ pub mod v1 {
 pub mod json;
 pub mod reason;
 pub mod status;
+pub mod tls_mismatch;
 
 /// The encoded `FileDescriptorSet` of the public `leasehold.v1` services
 /// (Lease, Lock, Cluster, Watch, FencedStore) and the messages they use, for

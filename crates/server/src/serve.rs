@@ -53,13 +53,7 @@ pub async fn serve_on(
     config.validate()?;
     let _ = crate::metrics::handle();
     let tls = config.tls.clone().map(Tls::load).transpose()?.map(Arc::new);
-    if config.tls.is_none() && !config.listen.ip().is_loopback() {
-        tracing::warn!(
-            addr = %config.listen,
-            "--insecure: serving plaintext on a non-loopback address; anyone who reaches it \
-             can read and change every lock"
-        );
-    }
+    warn_about_transport(&config);
     let dialer = PeerDialer::new(tls.clone());
     let clock: Arc<dyn Clock> = Arc::new(TokioClock);
     let sinks = Sinks::new(clock.clone(), config.failover_margin);
@@ -123,6 +117,27 @@ pub async fn serve_on(
         tracing::warn!(%error, "raft did not shut down cleanly");
     }
     result
+}
+
+/// Says at start what a reader of the log must know about this node's
+/// transport: plaintext off loopback (`--insecure`), or peers checked
+/// against the client CA.
+fn warn_about_transport(config: &ServeConfig) {
+    if config.tls.is_none() && !config.listen.ip().is_loopback() {
+        tracing::warn!(
+            addr = %config.listen,
+            "--insecure: serving plaintext on a non-loopback address; anyone who reaches it \
+             can read and change every lock"
+        );
+    }
+    if let Some(files) = config.tls.as_ref().filter(|f| f.peer_ca.is_none()) {
+        if files.client_ca.is_some() && (config.join || config.peers.len() > 1) {
+            tracing::warn!(
+                "peers are checked against the client CA (no --peer-ca): a client certificate \
+                 that names a member's host would pass as a peer; give the nodes a CA of their own"
+            );
+        }
+    }
 }
 
 /// Opens the data dir. A server that just stopped (in this process, or a

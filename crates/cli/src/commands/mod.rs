@@ -50,14 +50,31 @@ pub struct Global {
     pub auth_token: Option<String>,
     /// CA certificate (PEM) that `https://` endpoints' certificates must
     /// chain to.
-    #[arg(long, global = true, env = "LEASEHOLD_CACERT", value_name = "FILE")]
-    pub cacert: Option<PathBuf>,
+    #[arg(
+        long = "cacert",
+        global = true,
+        env = "LEASEHOLD_CACERT",
+        value_name = "FILE"
+    )]
+    pub tls_cacert: Option<PathBuf>,
     /// Client certificate (PEM) for servers that require one (mTLS); needs --key.
-    #[arg(long, global = true, env = "LEASEHOLD_CERT", value_name = "FILE")]
-    pub cert: Option<PathBuf>,
+    #[arg(
+        long = "cert",
+        global = true,
+        env = "LEASEHOLD_CERT",
+        value_name = "FILE"
+    )]
+    pub tls_cert: Option<PathBuf>,
     /// Private key (PEM) of --cert.
-    #[arg(long, global = true, env = "LEASEHOLD_KEY", value_name = "FILE")]
-    pub key: Option<PathBuf>,
+    // The fields are `tls_*`: a global arg's id must not be a subcommand
+    // field's, such as `fenced put`'s positional `key`.
+    #[arg(
+        long = "key",
+        global = true,
+        env = "LEASEHOLD_KEY",
+        value_name = "FILE"
+    )]
+    pub tls_key: Option<PathBuf>,
 }
 
 impl Global {
@@ -100,9 +117,9 @@ impl Global {
     /// usage error.
     pub fn tls(&self) -> Result<TlsOptions, CliError> {
         Ok(TlsOptions::from_files(
-            self.cacert.as_deref(),
-            self.cert.as_deref(),
-            self.key.as_deref(),
+            self.tls_cacert.as_deref(),
+            self.tls_cert.as_deref(),
+            self.tls_key.as_deref(),
         )?)
     }
 }

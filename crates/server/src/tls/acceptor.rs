@@ -14,8 +14,8 @@ use super::Tls;
 use crate::connections::{ConnectionLimit, LimitedStream};
 use futures::Stream;
 use leasehold_core::limits;
+use leasehold_proto::tls_mismatch::{speaks_tls_sentence, H2_PREFACE};
 use std::io;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -35,15 +35,6 @@ const MISMATCH_LINGER: Duration = Duration::from_secs(1);
 
 /// Handshakes finished but not yet taken by the server.
 const ACCEPTED_QUEUE: usize = 64;
-
-/// The sentence a plaintext client of the TLS port at `addr` gets; the
-/// client library recognizes it by [`SPEAKS_TLS`].
-pub fn speaks_tls_sentence(addr: SocketAddr) -> String {
-    format!("the server at {addr} {SPEAKS_TLS}")
-}
-
-/// The part of the sentence that does not depend on the address.
-pub const SPEAKS_TLS: &str = "speaks TLS: use https:// and --cacert";
 
 /// Accepts on `listener` until the returned stream is dropped, yielding each
 /// connection whose TLS handshake (with the config `tls` has at that moment)
@@ -146,9 +137,6 @@ async fn tell_plaintext_client(mut stream: LimitedStream) {
     })
     .await;
 }
-
-/// The HTTP/2 client connection preface.
-const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /// Reads HTTP/2 frames until the first HEADERS frame (a request).
 async fn first_request(stream: &mut LimitedStream) -> io::Result<()> {
