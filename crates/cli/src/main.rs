@@ -187,7 +187,7 @@ mod tests {
 
     /// A global flag whose id is also a subcommand's field id makes clap
     /// panic while parsing (the TLS `--key` once met `fenced put`'s
-    /// positional `key`): every subcommand with such fields parses next to
+    /// positional `key`; `serve` has `tls_cert` and `tls_key`): every subcommand with such fields parses next to
     /// every global flag.
     #[test]
     fn global_flags_parse_next_to_every_subcommand_field() {
@@ -201,7 +201,8 @@ mod tests {
             "--auth-token",
             "lh_x",
         ];
-        let lines: [&[&str]; 4] = [
+        let lines: [&[&str]; 5] = [
+            &["serve", "--tls-cert", "s.pem", "--tls-key", "s.key"],
             &["fenced", "put", "cfg/a", "v", "--lock", "l", "--token", "1"],
             &["fenced", "get", "cfg/a"],
             &["acquire", "jobs/a", "--ttl", "5s"],
@@ -215,7 +216,7 @@ mod tests {
             assert!(parsed.is_ok(), "{argv:?}: {parsed:?}");
             let cli = parsed.unwrap();
             assert_eq!(
-                cli.global.tls_key.as_deref(),
+                cli.global.client_key.as_deref(),
                 Some(std::path::Path::new("k.pem"))
             );
         }

@@ -56,7 +56,7 @@ pub struct Global {
         env = "LEASEHOLD_CACERT",
         value_name = "FILE"
     )]
-    pub tls_cacert: Option<PathBuf>,
+    pub client_cacert: Option<PathBuf>,
     /// Client certificate (PEM) for servers that require one (mTLS); needs --key.
     #[arg(
         long = "cert",
@@ -64,17 +64,17 @@ pub struct Global {
         env = "LEASEHOLD_CERT",
         value_name = "FILE"
     )]
-    pub tls_cert: Option<PathBuf>,
+    pub client_cert: Option<PathBuf>,
     /// Private key (PEM) of --cert.
-    // The fields are `tls_*`: a global arg's id must not be a subcommand
-    // field's, such as `fenced put`'s positional `key`.
+    // The fields are `client_*`: a global arg's id must not be a subcommand
+    // field's, such as `fenced put`'s positional `key` or `serve`'s `tls_key`.
     #[arg(
         long = "key",
         global = true,
         env = "LEASEHOLD_KEY",
         value_name = "FILE"
     )]
-    pub tls_key: Option<PathBuf>,
+    pub client_key: Option<PathBuf>,
 }
 
 impl Global {
@@ -117,9 +117,9 @@ impl Global {
     /// usage error.
     pub fn tls(&self) -> Result<TlsOptions, CliError> {
         Ok(TlsOptions::from_files(
-            self.tls_cacert.as_deref(),
-            self.tls_cert.as_deref(),
-            self.tls_key.as_deref(),
+            self.client_cacert.as_deref(),
+            self.client_cert.as_deref(),
+            self.client_key.as_deref(),
         )?)
     }
 }
