@@ -14,6 +14,7 @@ use leasehold_testkit::grpc::{acquire, revoke};
 use leasehold_testkit::{eventually, TestServer};
 use prometheus::{http_get, http_get_with};
 use std::time::Duration;
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Channel;
 use tonic::{Code, Request};
 
@@ -223,11 +224,38 @@ async fn t95_permissions_ownership_force_and_tokens() {
         .unwrap()
         .id
         .clone();
+    // A session stream alice opened before the revoke renews her lease...
+    let (requests, outgoing) = tokio::sync::mpsc::channel(4);
+    let mut answers = locks
+        .session(with(&alice, ReceiverStream::new(outgoing)))
+        .await
+        .unwrap()
+        .into_inner();
+    let renew = |seq| SessionRequest {
+        seq,
+        op: Some(session_request::Op::KeepAlive(KeepAliveRequest {
+            lease,
+            seq: 0,
+        })),
+    };
+    requests.send(renew(1)).await.unwrap();
+    let before = answers.message().await.unwrap().expect("an answer");
+    assert!(
+        matches!(before.result, Some(session_response::Result::KeepAlive(_))),
+        "{before:?}"
+    );
     auth.revoke_token(with(&root, RevokeTokenRequest { id }))
         .await
         .unwrap();
     let revoked = leases.grant(with(&alice, grant.clone())).await.unwrap_err();
     assert_eq!(revoked.code(), Code::Unauthenticated, "{revoked:?}");
+    // ... and stops with the token: its next message is refused in-band.
+    requests.send(renew(2)).await.unwrap();
+    let after = answers.message().await.unwrap().expect("an answer");
+    let Some(session_response::Result::Error(refused)) = after.result else {
+        panic!("a renewal with a revoked token on an open stream: {after:?}");
+    };
+    assert_eq!(refused.reason, "Unauthenticated", "{refused:?}");
     assert!(
         revoked.message().contains("unknown or revoked"),
         "{revoked:?}"

@@ -11,7 +11,8 @@ use leasehold_proto::v1::{ErrorDetail, KeepAliveRequest, KeepAliveResponse};
 use std::sync::Arc;
 use tonic::Streaming;
 
-/// Serves a keep-alive stream for `caller` (authenticated once, at open).
+/// Serves a keep-alive stream for `caller` (authenticated at open; each
+/// renewal re-checks its bearer token, so a revoked one stops renewing).
 pub fn spawn(
     node: Arc<Node>,
     caller: Caller,
@@ -25,7 +26,11 @@ pub fn spawn(
 }
 
 async fn answer(node: &Node, caller: &Caller, request: KeepAliveRequest) -> KeepAliveResponse {
-    match keep_alive(node, caller, &request).await {
+    let renewed = match caller.still_authenticated(node) {
+        Ok(()) => keep_alive(node, caller, &request).await,
+        Err(error) => Err(error),
+    };
+    match renewed {
         Ok(response) => response,
         Err(error) => KeepAliveResponse {
             header: node.header(node.state.read(|state| state.revision())),

@@ -14,8 +14,9 @@ use leasehold_proto::v1::{ErrorDetail, SessionRequest, SessionResponse};
 use std::sync::Arc;
 use tonic::Streaming;
 
-/// Serves a session stream for `caller` (authenticated once, at open; each
-/// message's operation checks its own verb).
+/// Serves a session stream for `caller` (authenticated at open; each
+/// message re-checks its bearer token, so a revoked one stops here too,
+/// and its operation checks its own verb).
 pub fn spawn(
     node: Arc<Node>,
     caller: Caller,
@@ -29,7 +30,18 @@ pub fn spawn(
 }
 
 async fn answer(node: &Arc<Node>, caller: &Caller, request: SessionRequest) -> SessionResponse {
-    let result = match request.op {
+    let result = match caller.still_authenticated(node).map(|()| request.op) {
+        Err(error) => Err(error),
+        Ok(op) => run(node, caller, op).await,
+    };
+    SessionResponse {
+        seq: request.seq,
+        result: Some(result.unwrap_or_else(|error| Answer::Error(ErrorDetail::from(error)))),
+    }
+}
+
+async fn run(node: &Arc<Node>, caller: &Caller, op: Option<Op>) -> Result<Answer, ApiError> {
+    match op {
         Some(Op::Acquire(op)) => acquire(node, caller, op).await.map(Answer::Acquire),
         Some(Op::Release(op)) => release(node, caller, op).await.map(Answer::Release),
         Some(Op::KeepAlive(op)) => keep_alive(node, caller, &op).await.map(Answer::KeepAlive),
@@ -37,9 +49,5 @@ async fn answer(node: &Arc<Node>, caller: &Caller, request: SessionRequest) -> S
             "op",
             "a session request needs an operation",
         )),
-    };
-    SessionResponse {
-        seq: request.seq,
-        result: Some(result.unwrap_or_else(|error| Answer::Error(ErrorDetail::from(error)))),
     }
 }

@@ -28,6 +28,23 @@ pub struct Caller {
     /// The authenticated principal; `None`: anonymous (only possible while
     /// auth is disabled, or before [`Caller::identify`] refused it).
     pub principal: Option<Principal>,
+    /// The bearer token that named the principal (its secret and digest),
+    /// so a long-lived stream can re-check it: a token revoked or expired
+    /// while the stream is open stops working at the stream's next message.
+    bearer: Option<Bearer>,
+}
+
+/// A verified bearer token, as the caller presented it.
+#[derive(Clone, PartialEq, Eq)]
+struct Bearer {
+    secret: String,
+    sha256: [u8; 32],
+}
+
+impl std::fmt::Debug for Bearer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Bearer(..)") // never the secret
+    }
 }
 
 impl Caller {
@@ -43,22 +60,30 @@ impl Caller {
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.strip_prefix("Bearer "))
             .map(str::trim);
+        let presented = bearer.map(|secret| Bearer {
+            secret: secret.to_owned(),
+            sha256: secret::digest(secret),
+        });
         let (enabled, found) = node.state.read(|state| {
             let auth = state.auth();
-            let found = bearer.map(|secret| {
-                let digest = secret::digest(secret);
-                auth.authenticate(secret, &digest, wall_unix_ms()).cloned()
+            let found = presented.as_ref().map(|bearer| {
+                auth.authenticate(&bearer.secret, &bearer.sha256, wall_unix_ms())
+                    .cloned()
             });
             (auth.enabled(), found)
         });
-        let principal = match found {
-            Some(Ok(principal)) => Some(principal),
+        let (principal, bearer) = match found {
+            Some(Ok(principal)) => (Some(principal), presented),
             Some(Err(refusal)) if enabled => {
                 let why = refusal.to_string();
                 node.refusals.report(refused_entry("", None, "", &why));
                 return Err(LockError::Unauthenticated { why }.into());
             }
-            _ => certificate_principal(extensions).and_then(|p| Principal::parse(&p).ok()),
+            _ => {
+                let principal =
+                    certificate_principal(extensions).and_then(|p| Principal::parse(&p).ok());
+                (principal, None)
+            }
         };
         if enabled && principal.is_none() {
             let error = LockError::anonymous();
@@ -66,7 +91,30 @@ impl Caller {
                 .report(refused_entry("", None, "", &error.to_string()));
             return Err(error.into());
         }
-        Ok(Caller { principal })
+        Ok(Caller { principal, bearer })
+    }
+
+    /// For a stream's later messages: `Unauthenticated` if the bearer token
+    /// that opened it has since been revoked or has expired (while auth is
+    /// enabled); nothing to re-check for a certificate or anonymous caller.
+    pub fn still_authenticated(&self, node: &Node) -> Result<(), ApiError> {
+        let Some(bearer) = &self.bearer else {
+            return Ok(());
+        };
+        let checked = node.state.read(|state| {
+            let auth = state.auth();
+            if !auth.enabled() {
+                return Ok(());
+            }
+            auth.authenticate(&bearer.secret, &bearer.sha256, wall_unix_ms())
+                .map(|_| ())
+                .map_err(|refusal| refusal.to_string())
+        });
+        checked.map_err(|why| {
+            node.refusals
+                .report(refused_entry(self.name(), None, "", &why));
+            LockError::Unauthenticated { why }.into()
+        })
     }
 
     /// Checks that the caller may do `verb` on `name` (a read: `observe`;
