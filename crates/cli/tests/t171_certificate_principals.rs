@@ -4,12 +4,13 @@
 //! `lock` on `jobs/` to bob and enables auth; bob's certificate then locks
 //! under `jobs/` and nowhere else (exit 7 naming principal bob), a
 //! certificate whose principal has no user is refused (exit 7), and the
-//! lease bob granted belongs to bob.
+//! lease bob granted belongs to bob. Over HTTPS the page's data answers
+//! alice's certificate and refuses bob's (403): he may observe `jobs/` only.
 
 mod common;
 
 use common::{command_to, phase, Run, Server};
-use leasehold_testkit::tls::Ca;
+use leasehold_testkit::tls::{https_get, Ca};
 use leasehold_testkit::wait_for;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -101,4 +102,13 @@ fn t171_a_client_certificate_is_the_principal() {
     let renew = as_(&server, &mallory, &["lease", "keepalive", &lease, "--once"]);
     renew.expect_code(7);
     as_(&server, &bob, &["lease", "keepalive", &lease, "--once"]).expect_code(0);
+
+    phase("the live page's data needs observe on every name, by certificate too");
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], server.port));
+    let page = |who: &str| https_get(addr, &ca, Some(&ca.client(who)), "/api/cluster");
+    let (admin, body) = page("alice");
+    assert_eq!(admin, 200, "{body}");
+    let (worker, body) = page("bob");
+    assert_eq!(worker, 403, "bob may observe jobs/ only: {body}");
+    assert!(body.contains("principal bob"), "{body}");
 }

@@ -13,6 +13,7 @@ use rcgen::{
 };
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A certificate and its key, as PEM.
 #[derive(Clone, Debug)]
@@ -128,4 +129,60 @@ fn common_name(name: &str) -> DistinguishedName {
     let mut dn = DistinguishedName::new();
     dn.push(DnType::CommonName, name);
     dn
+}
+
+/// `GET path` over HTTPS (HTTP/1.1) to `addr`, trusting `ca` and presenting
+/// `client`'s certificate if given: the status code and the body. For the
+/// HTTP pages' tests (a browser would do the same).
+pub fn https_get(
+    addr: std::net::SocketAddr,
+    ca: &Ca,
+    client: Option<&Issued>,
+    path: &str,
+) -> (u16, String) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+    use std::io::{Read, Write};
+    let mut roots = rustls::RootCertStore::empty();
+    let ca_der = CertificateDer::from_pem_slice(ca.cert_pem().as_bytes()).expect("CA PEM");
+    roots.add(ca_der).expect("CA certificate");
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_root_certificates(roots);
+    let config = match client {
+        Some(issued) => {
+            let chain =
+                vec![CertificateDer::from_pem_slice(issued.cert_pem.as_bytes()).expect("PEM")];
+            let key = PrivateKeyDer::from_pem_slice(issued.key_pem.as_bytes()).expect("key PEM");
+            builder
+                .with_client_auth_cert(chain, key)
+                .expect("client certificate")
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let name = ServerName::IpAddress(addr.ip().into());
+    let connection = rustls::ClientConnection::new(Arc::new(config), name).expect("TLS client");
+    let socket = std::net::TcpStream::connect(addr).expect("connect");
+    socket
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("timeout");
+    let mut stream = rustls::StreamOwned::new(connection, socket);
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream
+        .write_all(request.as_bytes())
+        .expect("send the request");
+    let mut answer = Vec::new();
+    // The server may close without close_notify; what arrived is the answer.
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {answer:?}"));
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    (status, body.to_owned())
 }
