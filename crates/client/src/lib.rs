@@ -100,7 +100,7 @@ pub use acquire::{LockOptions, LockRequest};
 pub use client::Client;
 pub use error::Error;
 pub use guard::{LockGuard, LockHandle};
-pub use lease::{KeepAliveBuilder, Lease, LeaseBuilder, Renewed};
+pub use lease::{KeepAliveBuilder, Lease, LeaseBuilder, LeaseHandle, Renewed};
 pub use leasehold_core::{FencedKey, LeaseId, Reason, Revision, Token};
 pub use loss::{LockLost, LossCause};
 pub use name::{IntoLockName, LockName};

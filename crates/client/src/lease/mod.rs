@@ -113,8 +113,14 @@ impl Lease {
 
     /// Time left until the local deadline, or why the lease is lost.
     pub fn check(&self) -> Result<Duration, LockLost> {
-        let state = &self.inner.state;
-        state.check().map_err(|cause| state.lost_error(None, cause))
+        self.handle().check()
+    }
+
+    /// A view for watching the lease that does not keep it renewed.
+    pub fn handle(&self) -> LeaseHandle {
+        LeaseHandle {
+            state: self.inner.state.clone(),
+        }
     }
 
     /// Follows the acknowledged renewals: the receiver changes after each
@@ -125,10 +131,7 @@ impl Lease {
 
     /// Resolves when the lease is lost, with why.
     pub async fn lost(&self) -> LockLost {
-        let state = &self.inner.state;
-        state.cancellation().cancelled().await;
-        let cause = state.loss().expect("cancelled at the loss");
-        state.lost_error(None, cause)
+        self.handle().lost().await
     }
 
     /// A token cancelled the moment the lease is lost.
@@ -211,6 +214,38 @@ impl Lease {
             inner,
             claim: Arc::new(RenewalClaim::new(stop)),
         }
+    }
+}
+
+/// A view of a [`Lease`] for watching it: its id, the time it has left,
+/// and its loss. Unlike the lease it does not keep renewal going, so a
+/// copy held by a watcher (a loss callback, another language's binding)
+/// never keeps a lease alive that its owner has dropped: dropping the last
+/// [`Lease`] and guard revokes it as before, and the handle reports the
+/// lease lost (`Revoked`).
+#[derive(Clone, Debug)]
+pub struct LeaseHandle {
+    state: Arc<LeaseState>,
+}
+
+impl LeaseHandle {
+    /// The lease id.
+    pub fn id(&self) -> LeaseId {
+        self.state.id
+    }
+
+    /// Time left until the local deadline, or why the lease is lost.
+    pub fn check(&self) -> Result<Duration, LockLost> {
+        let state = &self.state;
+        state.check().map_err(|cause| state.lost_error(None, cause))
+    }
+
+    /// Resolves when the lease is lost, with why.
+    pub async fn lost(&self) -> LockLost {
+        let state = &self.state;
+        state.cancellation().cancelled().await;
+        let cause = state.loss().expect("cancelled at the loss");
+        state.lost_error(None, cause)
     }
 }
 

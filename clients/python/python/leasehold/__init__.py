@@ -1,0 +1,1 @@
+from leasehold._native import version

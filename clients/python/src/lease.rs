@@ -1,0 +1,138 @@
+//! `_native.Lease`: a lease renewed on the runtime, and the acquires made
+//! under it.
+
+use crate::call::{deliver, plain, spawn, Call};
+use crate::convert::{optional_seconds, seconds};
+use crate::guard::Guard;
+use crate::loss::Watched;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+
+/// A granted lease. Renewal goes on while this object or a guard of it
+/// lives; `revoke()` (or dropping everything) ends it.
+#[pyclass(frozen, module = "leasehold._native")]
+pub struct Lease {
+    /// `None` once revoked here.
+    lease: Mutex<Option<leasehold_client::Lease>>,
+    watched: Watched,
+    id: u64,
+    ttl: f64,
+}
+
+impl Lease {
+    pub fn new(lease: leasehold_client::Lease) -> Lease {
+        Lease {
+            watched: Watched::Lease(lease.handle()),
+            id: lease.id().0,
+            ttl: lease.timing().ttl.as_secs_f64(),
+            lease: Mutex::new(Some(lease)),
+        }
+    }
+
+    fn lease(&self) -> MutexGuard<'_, Option<leasehold_client::Lease>> {
+        self.lease
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn live(&self) -> PyResult<leasehold_client::Lease> {
+        self.lease().clone().ok_or_else(|| {
+            PyRuntimeError::new_err(format!(
+                "lease {} was revoked by this process; grant a new lease",
+                self.id
+            ))
+        })
+    }
+}
+
+#[pymethods]
+impl Lease {
+    /// The lease id.
+    #[getter]
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The ttl, in seconds.
+    #[getter]
+    fn ttl(&self) -> f64 {
+        self.ttl
+    }
+
+    /// Raises `LockLost` if the lease is lost (read from the clock now).
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
+        self.watched.ensure(py)
+    }
+
+    /// `None` while the lease holds, else the `LockLost` saying why not.
+    fn loss(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.watched.loss(py)
+    }
+
+    /// Waits up to `timeout` seconds for the loss; returns whether lost.
+    #[pyo3(signature = (timeout=None))]
+    fn wait_lost(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+        self.watched.wait(py, timeout)
+    }
+
+    /// Calls `callback(error)` when the lease is taken away.
+    fn on_lost(&self, callback: Py<PyAny>) {
+        self.watched.on_lost(callback);
+    }
+
+    /// Acquires `name` under this lease. Delivers a `Guard`.
+    #[pyo3(signature = (name, wait=0.0, fenced=false, lock_delay=None, max_hold=None, metadata=BTreeMap::new()))]
+    fn acquire(
+        &self,
+        name: String,
+        wait: f64,
+        fenced: bool,
+        lock_delay: Option<f64>,
+        max_hold: Option<f64>,
+        metadata: BTreeMap<String, String>,
+    ) -> PyResult<Call> {
+        let mut request = self
+            .live()?
+            .lock(name)
+            .wait(seconds("wait")(wait)?)
+            .fenced(fenced);
+        if let Some(delay) = optional_seconds("lock_delay", lock_delay)? {
+            request = request.lock_delay(delay);
+        }
+        if let Some(max_hold) = optional_seconds("max_hold", max_hold)? {
+            request = request.max_hold(max_hold);
+        }
+        for (key, value) in metadata {
+            request = request.metadata(key, value);
+        }
+        Ok(spawn(async move {
+            deliver(request.acquire().await, |py, guard| {
+                plain(py, Guard::new(guard))
+            })
+        }))
+    }
+
+    /// Ends the lease now, releasing its locks. Delivers their names.
+    fn revoke(&self) -> Call {
+        let lease = self.lease().take();
+        spawn(async move {
+            let revoked = match lease {
+                Some(lease) => lease.revoke().await,
+                None => Ok(Vec::new()),
+            };
+            deliver(revoked, plain)
+        })
+    }
+
+    /// Renews once, now. Delivers the seconds then left.
+    fn keep_alive_once(&self) -> PyResult<Call> {
+        let lease = self.live()?;
+        Ok(spawn(async move {
+            deliver(lease.keep_alive_once().await, |py, left| {
+                plain(py, left.as_secs_f64())
+            })
+        }))
+    }
+}
