@@ -16,6 +16,7 @@ pub struct Client {
 
 /// How to reach the cluster, as the Python `Client(...)` takes it.
 #[derive(FromPyObject)]
+#[pyo3(from_item_all)]
 pub struct Connect {
     endpoints: Vec<String>,
     cacert: Option<PathBuf>,

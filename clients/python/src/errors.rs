@@ -19,7 +19,19 @@ pub fn to_py(py: Python<'_>, error: &Error) -> PyErr {
         Error::Server { reason, .. } => Some(reason.clone()),
         other => other.reason().map(|reason| reason.as_str().to_owned()),
     };
-    instantiate(py, class, &error.to_string(), reason, attrs)
+    instantiate(py, class, &sentence(error), reason, attrs)
+}
+
+/// The error's sentence, in Python's words where the Rust client's name a
+/// Rust method.
+fn sentence(error: &Error) -> String {
+    match error {
+        Error::Busy { name, holder_token } => format!(
+            "lock {name} is busy (held under token {}); pass wait=SECONDS to queue for it",
+            holder_token.map_or_else(|| "unknown".to_owned(), |t| t.to_string())
+        ),
+        other => other.to_string(),
+    }
 }
 
 /// The Python `LockLost` for a loss reported outside an `Error`.

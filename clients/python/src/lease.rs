@@ -5,6 +5,7 @@ use crate::call::{deliver, plain, spawn, Call};
 use crate::convert::{optional_seconds, seconds};
 use crate::guard::Guard;
 use crate::loss::Watched;
+use leasehold_client::Error;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
@@ -114,12 +115,18 @@ impl Lease {
         }))
     }
 
-    /// Ends the lease now, releasing its locks. Delivers their names.
+    /// Ends the lease now, releasing its locks. Delivers their names
+    /// (none if the server had already ended it).
     fn revoke(&self) -> Call {
         let lease = self.lease().take();
         spawn(async move {
+            // A lease the server already ended (expired, revoked by an
+            // operator) holds nothing more to release.
             let revoked = match lease {
-                Some(lease) => lease.revoke().await,
+                Some(lease) => match lease.revoke().await {
+                    Err(Error::LeaseNotFound { .. } | Error::LeaseExpired { .. }) => Ok(Vec::new()),
+                    other => other,
+                },
                 None => Ok(Vec::new()),
             };
             deliver(revoked, plain)

@@ -30,6 +30,10 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The server's longest wait, in seconds: a wait without bound queues
+    // in turns of this.
+    let wait_max_s = leasehold_core::limits::WAIT_MS_MAX as f64 / 1000.0;
+    module.add("WAIT_MAX_S", wait_max_s)?;
     module.add_class::<call::Call>()?;
     module.add_class::<client::Client>()?;
     module.add_class::<lease::Lease>()?;

@@ -12,7 +12,7 @@
 
 use pyo3::prelude::*;
 use std::sync::mpsc;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use tokio::runtime::Runtime;
 
 /// Worker threads of the runtime: keepers and calls are I/O-bound; two let
@@ -22,10 +22,15 @@ const RUNTIME_WORKERS: usize = 2;
 /// Work for the notifier: a call into Python.
 type Notice = Box<dyn FnOnce(Python<'_>) + Send>;
 
-/// The runtime, started on first use.
+/// A value made once per process: the pid that made it, and the value.
+type PerProcess<T> = Mutex<Option<(u32, &'static T)>>;
+
+/// The runtime, started on first use in each process: a child made by
+/// `fork()` inherits the parent's runtime without its threads, so it
+/// starts its own (the parent's copy is left alone: it cannot be stopped).
 pub fn runtime() -> &'static Runtime {
-    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
+    static RUNTIME: PerProcess<Runtime> = Mutex::new(None);
+    per_process(&RUNTIME, || {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(RUNTIME_WORKERS)
             .thread_name("leasehold-rt")
@@ -35,31 +40,48 @@ pub fn runtime() -> &'static Runtime {
     })
 }
 
+/// The value in `slot` made by this process, or a new one from `make`,
+/// leaked: it lives as long as the process.
+fn per_process<T>(slot: &PerProcess<T>, make: impl FnOnce() -> T) -> &'static T {
+    let pid = std::process::id();
+    let mut slot = slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    match *slot {
+        Some((owner, made)) if owner == pid => made,
+        _ => {
+            let made: &'static T = Box::leak(Box::new(make()));
+            *slot = Some((pid, made));
+            made
+        }
+    }
+}
+
 /// Runs `notice` on the notifier thread, with the GIL. Callable from any
 /// thread; never waits for the GIL itself.
 pub fn notify(notice: impl FnOnce(Python<'_>) + Send + 'static) {
-    static NOTIFIER: OnceLock<Mutex<mpsc::Sender<Notice>>> = OnceLock::new();
-    let sender = NOTIFIER.get_or_init(|| {
-        let (sender, receiver) = mpsc::channel::<Notice>();
-        std::thread::Builder::new()
-            .name("leasehold-notify".into())
-            .spawn(move || {
-                for notice in receiver {
-                    // After the interpreter has finalized there is nobody
-                    // left to tell.
-                    if Python::try_attach(notice).is_none() {
-                        return;
-                    }
-                }
-            })
-            .expect("the leasehold notifier thread could not start");
-        Mutex::new(sender)
-    });
+    static NOTIFIER: PerProcess<Mutex<mpsc::Sender<Notice>>> = Mutex::new(None);
+    let sender = per_process(&NOTIFIER, start_notifier);
     let sender = sender
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     // The notifier only stops after finalization; a notice then is moot.
     let _ = sender.send(Box::new(notice));
+}
+
+fn start_notifier() -> Mutex<mpsc::Sender<Notice>> {
+    let (sender, receiver) = mpsc::channel::<Notice>();
+    std::thread::Builder::new()
+        .name("leasehold-notify".into())
+        .spawn(move || {
+            for notice in receiver {
+                // After the interpreter has finalized there is nobody
+                // left to tell.
+                if Python::try_attach(notice).is_none() {
+                    return;
+                }
+            }
+        })
+        .expect("the leasehold notifier thread could not start");
+    Mutex::new(sender)
 }
 
 /// Calls a Python callback with `arg` (or none), reporting what it raises

@@ -98,42 +98,13 @@ fn t160_python_reads_errors_health_and_reflection() {
 /// The interpreter to run the script with (see the module doc), or `None`
 /// after a loud notice.
 fn python() -> Option<PathBuf> {
-    if let Some(configured) = std::env::var_os("LEASEHOLD_TEST_PYTHON") {
-        let python = PathBuf::from(configured);
-        assert!(
-            has_packages(&python),
-            "LEASEHOLD_TEST_PYTHON={} cannot `{IMPORTS}`: install crates/cli/tests/python/requirements.txt into it (.ci/run does)",
-            python.display()
-        );
-        return Some(python);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "CI=true but LEASEHOLD_TEST_PYTHON is not set: .ci/run must make the Python virtualenv and export it"
-    );
-    let venv = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(CI_VENV_PYTHON));
-    let found = venv
-        .into_iter()
-        .chain([PathBuf::from("python3")])
-        .find(has_packages);
-    if found.is_none() {
-        eprintln!(
-            "\n!!!!!!!! SKIPPING t160_python_reads_errors_health_and_reflection: no Python with \
-             grpcio, grpcio-status, grpcio-health-checking and grpcio-reflection. Run .ci/run, or \
-             set LEASEHOLD_TEST_PYTHON to an interpreter that has them. !!!!!!!!\n"
-        );
-    }
-    found
-}
-
-fn has_packages(python: &PathBuf) -> bool {
-    Command::new(python)
-        .args(["-c", IMPORTS])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
+    let wanted = leasehold_testkit::python::Wanted {
+        variable: "LEASEHOLD_TEST_PYTHON",
+        venv_python: CI_VENV_PYTHON,
+        imports: IMPORTS,
+        install: "crates/cli/tests/python/requirements.txt",
+    };
+    leasehold_testkit::python::interpreter(wanted, "t160_python_reads_errors_health_and_reflection")
 }
 
 #[test]

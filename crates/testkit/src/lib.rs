@@ -18,6 +18,8 @@
 //!   the fencing adapters talk to, and what happens when they are missing
 //!   (under `CI=true`: fail; elsewhere: the rules each module states).
 //! - [`env`]: CI or not, free ports, names unique to a run.
+//! - [`python`]: where the tests find a Python interpreter with the
+//!   packages they import (the virtualenvs `.ci/run` makes).
 //! - [`tls`]: the certificate factory of the TLS tests (a CA, server, node,
 //!   client and expired certificates, as PEM).
 //!
@@ -42,6 +44,7 @@ pub mod env;
 pub mod grpc;
 pub mod postgres;
 mod proxy;
+pub mod python;
 pub mod redis;
 mod server;
 pub mod tls;
