@@ -11,10 +11,10 @@ use pyo3::types::PyDict;
 /// The Python exception for `error`.
 pub fn to_py(py: Python<'_>, error: &Error) -> PyErr {
     let attrs = PyDict::new(py);
-    let class = match fill(&attrs, error) {
-        Ok(class) => class,
-        Err(failed) => return failed,
-    };
+    if let Err(failed) = fill(&attrs, error) {
+        return failed;
+    }
+    let class = class_of(error);
     let reason = match error {
         Error::Server { reason, .. } => Some(reason.clone()),
         other => other.reason().map(|reason| reason.as_str().to_owned()),
@@ -48,66 +48,81 @@ pub fn lost_value(py: Python<'_>, lost: &LockLost) -> Py<PyAny> {
     lost_to_py(py, lost).into_value(py).into_any()
 }
 
-/// Sets `error`'s fields on `attrs`; returns the class name.
-fn fill(attrs: &Bound<'_, PyDict>, error: &Error) -> PyResult<&'static str> {
-    Ok(match error {
+/// `key => value` pairs set on `attrs`.
+macro_rules! set {
+    ($attrs:expr; $($key:literal => $value:expr),+ $(,)?) => {{
+        $($attrs.set_item($key, $value)?;)+
+    }};
+}
+
+/// The `leasehold.errors` class of each variant: exhaustive, so a new
+/// variant does not compile until it has its class.
+fn class_of(error: &Error) -> &'static str {
+    match error {
+        Error::InvalidArgument { .. } => "InvalidArgument",
+        Error::Busy { .. } => "Busy",
+        Error::WaitTimeout { .. } => "WaitTimeout",
+        Error::LeaseNotFound { .. } => "LeaseNotFound",
+        Error::LeaseExpired { .. } => "LeaseExpired",
+        Error::NotHolder { .. } => "NotHolder",
+        Error::NoSuchLock { .. } => "NoSuchLock",
+        Error::AlreadyHeld { .. } => "AlreadyHeld",
+        Error::ResourceExhausted { .. } => "ResourceExhausted",
+        Error::Unavailable { .. } => "Unavailable",
+        Error::Timeout { .. } => "Timeout",
+        Error::Lost(_) => "LockLost",
+        Error::StaleToken { .. } => "StaleToken",
+        Error::Unfenced { .. } => "Unfenced",
+        Error::NotLeader { .. } => "NotLeader",
+        Error::PermissionDenied { .. } => "PermissionDenied",
+        Error::Unauthenticated { .. } => "Unauthenticated",
+        Error::Internal { .. } => "Internal",
+        Error::Server { .. } => "ServerError",
+    }
+}
+
+/// Sets `error`'s fields on `attrs` (its class is [`class_of`]'s).
+fn fill(attrs: &Bound<'_, PyDict>, error: &Error) -> PyResult<()> {
+    let token = |token: &Option<leasehold_client::Token>| token.map(|t| t.0);
+    match error {
         Error::InvalidArgument { field, reason } => {
-            attrs.set_item("field", field)?;
-            attrs.set_item("detail", reason)?;
-            "InvalidArgument"
+            set!(attrs; "field" => field, "detail" => reason);
         }
         Error::Busy { name, holder_token } => {
-            attrs.set_item("name", name)?;
-            attrs.set_item("holder_token", holder_token.map(|t| t.0))?;
-            "Busy"
+            set!(attrs; "name" => name, "holder_token" => token(holder_token));
         }
         Error::WaitTimeout { name, waited } => {
-            attrs.set_item("name", name)?;
-            attrs.set_item("waited", waited.as_secs_f64())?;
-            "WaitTimeout"
+            set!(attrs; "name" => name, "waited" => waited.as_secs_f64());
         }
         Error::LeaseNotFound { lease } => {
-            attrs.set_item("lease", lease.0)?;
-            "LeaseNotFound"
+            set!(attrs; "lease" => lease.0);
         }
         Error::LeaseExpired { lease } => {
-            attrs.set_item("lease", lease.0)?;
-            "LeaseExpired"
+            set!(attrs; "lease" => lease.0);
         }
         Error::NotHolder {
             name,
             holder_token,
             lease,
-            token,
+            token: presented,
         } => {
-            attrs.set_item("name", name)?;
-            attrs.set_item("holder_token", holder_token.map(|t| t.0))?;
-            attrs.set_item("lease", lease.map(|l| l.0))?;
-            attrs.set_item("token", token.map(|t| t.0))?;
-            "NotHolder"
+            set!(attrs; "name" => name, "holder_token" => token(holder_token),
+                 "lease" => lease.map(|l| l.0), "token" => token(presented));
         }
         Error::NoSuchLock { name, nearby } => {
-            attrs.set_item("name", name)?;
-            attrs.set_item("nearby", nearby.clone())?;
-            "NoSuchLock"
+            set!(attrs; "name" => name, "nearby" => nearby.clone());
         }
         Error::AlreadyHeld { name } => {
-            attrs.set_item("name", name)?;
-            "AlreadyHeld"
+            set!(attrs; "name" => name);
         }
         Error::ResourceExhausted { limit, .. } => {
-            attrs.set_item("limit", limit)?;
-            "ResourceExhausted"
+            set!(attrs; "limit" => limit);
         }
-        Error::Unavailable { .. } => "Unavailable",
         Error::Timeout { what, after } => {
-            attrs.set_item("call", *what)?;
-            attrs.set_item("after", after.as_secs_f64())?;
-            "Timeout"
+            set!(attrs; "call" => *what, "after" => after.as_secs_f64());
         }
         Error::Lost(lost) => {
             fill_lost(attrs, lost)?;
-            "LockLost"
         }
         Error::StaleToken {
             key,
@@ -116,24 +131,17 @@ fn fill(attrs: &Bound<'_, PyDict>, error: &Error) -> PyResult<&'static str> {
             highest,
             ..
         } => {
-            attrs.set_item("key", key)?;
-            attrs.set_item("lock", lock)?;
-            attrs.set_item("presented", presented.0)?;
-            attrs.set_item("highest", highest.0)?;
-            "StaleToken"
+            set!(attrs; "key" => key, "lock" => lock, "presented" => presented.0, "highest" => highest.0);
         }
         Error::Unfenced { name, .. } => {
-            attrs.set_item("name", name)?;
-            "Unfenced"
+            set!(attrs; "name" => name);
         }
         Error::NotLeader {
             leader,
             leader_addr,
             ..
         } => {
-            attrs.set_item("leader", *leader)?;
-            attrs.set_item("leader_addr", leader_addr.clone())?;
-            "NotLeader"
+            set!(attrs; "leader" => *leader, "leader_addr" => leader_addr.clone());
         }
         Error::PermissionDenied {
             principal,
@@ -141,22 +149,19 @@ fn fill(attrs: &Bound<'_, PyDict>, error: &Error) -> PyResult<&'static str> {
             prefix,
             ..
         } => {
-            attrs.set_item("principal", principal)?;
-            attrs.set_item("verb", verb)?;
-            attrs.set_item("prefix", prefix)?;
-            "PermissionDenied"
+            set!(attrs; "principal" => principal, "verb" => verb, "prefix" => prefix);
         }
-        Error::Unauthenticated { .. } => "Unauthenticated",
-        Error::Internal { .. } => "Internal",
-        Error::Server { .. } => "ServerError",
-    })
+        Error::Unavailable { .. }
+        | Error::Unauthenticated { .. }
+        | Error::Internal { .. }
+        | Error::Server { .. } => {}
+    }
+    Ok(())
 }
 
 fn fill_lost(attrs: &Bound<'_, PyDict>, lost: &LockLost) -> PyResult<()> {
-    attrs.set_item("lease", lost.lease.0)?;
-    attrs.set_item("lock", lost.lock.as_ref().map(|name| name.to_string()))?;
-    attrs.set_item("cause", lost.cause.label())?;
-    attrs.set_item("voluntary", lost.cause.is_voluntary())?;
+    set!(attrs; "lease" => lost.lease.0, "lock" => lost.lock.as_ref().map(|name| name.to_string()),
+         "cause" => lost.cause.label(), "voluntary" => lost.cause.is_voluntary());
     Ok(())
 }
 

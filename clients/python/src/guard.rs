@@ -2,7 +2,7 @@
 
 use crate::call::{deliver, plain, spawn, Call};
 use crate::convert::release_outcome;
-use crate::loss::Watched;
+use crate::loss::{Loss, Watched};
 use crate::runtime::runtime;
 use leasehold_client::{LockGuard, LockHandle};
 use pyo3::exceptions::PyRuntimeError;
@@ -16,14 +16,14 @@ pub struct Guard {
     /// `None` once released here.
     guard: Mutex<Option<LockGuard>>,
     handle: LockHandle,
-    watched: Watched,
+    lost: Loss,
 }
 
 impl Guard {
     pub fn new(guard: LockGuard) -> Guard {
         let handle = guard.handle();
         Guard {
-            watched: Watched::Lock(handle.clone()),
+            lost: Loss::new(Watched::Lock(handle.clone())),
             handle,
             guard: Mutex::new(Some(guard)),
         }
@@ -64,26 +64,16 @@ impl Guard {
         self.handle.lease_id().0
     }
 
+    /// Its loss: `check()`, `loss()`, `wait(timeout)`, `on_lost(callback)`.
+    #[getter]
+    fn lost(&self) -> Loss {
+        self.lost.clone()
+    }
+
     /// The token if the lock is still ours now, else raises `LockLost`.
     fn fence(&self, py: Python<'_>) -> PyResult<u64> {
-        self.watched.ensure(py)?;
+        self.lost.check(py)?;
         Ok(self.handle.token().0)
-    }
-
-    /// `None` while the lock is ours, else the `LockLost` saying why not.
-    fn loss(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.watched.loss(py)
-    }
-
-    /// Waits up to `timeout` seconds for the loss; returns whether lost.
-    #[pyo3(signature = (timeout=None))]
-    fn wait_lost(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
-        self.watched.wait(py, timeout)
-    }
-
-    /// Calls `callback(error)` when the lock is taken away.
-    fn on_lost(&self, callback: Py<PyAny>) {
-        self.watched.on_lost(callback);
     }
 
     /// Releases the lock. Delivers `(status, holder_token, nearby)`.

@@ -4,7 +4,7 @@
 use crate::call::{deliver, plain, spawn, Call};
 use crate::convert::{optional_seconds, seconds};
 use crate::guard::Guard;
-use crate::loss::Watched;
+use crate::loss::{Loss, Watched};
 use leasehold_client::Error;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -17,7 +17,7 @@ use std::sync::{Mutex, MutexGuard};
 pub struct Lease {
     /// `None` once revoked here.
     lease: Mutex<Option<leasehold_client::Lease>>,
-    watched: Watched,
+    lost: Loss,
     id: u64,
     ttl: f64,
 }
@@ -25,7 +25,7 @@ pub struct Lease {
 impl Lease {
     pub fn new(lease: leasehold_client::Lease) -> Lease {
         Lease {
-            watched: Watched::Lease(lease.handle()),
+            lost: Loss::new(Watched::Lease(lease.handle())),
             id: lease.id().0,
             ttl: lease.timing().ttl.as_secs_f64(),
             lease: Mutex::new(Some(lease)),
@@ -62,25 +62,10 @@ impl Lease {
         self.ttl
     }
 
-    /// Raises `LockLost` if the lease is lost (read from the clock now).
-    fn check(&self, py: Python<'_>) -> PyResult<()> {
-        self.watched.ensure(py)
-    }
-
-    /// `None` while the lease holds, else the `LockLost` saying why not.
-    fn loss(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.watched.loss(py)
-    }
-
-    /// Waits up to `timeout` seconds for the loss; returns whether lost.
-    #[pyo3(signature = (timeout=None))]
-    fn wait_lost(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
-        self.watched.wait(py, timeout)
-    }
-
-    /// Calls `callback(error)` when the lease is taken away.
-    fn on_lost(&self, callback: Py<PyAny>) {
-        self.watched.on_lost(callback);
+    /// Its loss: `check()`, `loss()`, `wait(timeout)`, `on_lost(callback)`.
+    #[getter]
+    fn lost(&self) -> Loss {
+        self.lost.clone()
     }
 
     /// Acquires `name` under this lease. Delivers a `Guard`.

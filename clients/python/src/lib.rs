@@ -38,6 +38,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<client::Client>()?;
     module.add_class::<lease::Lease>()?;
     module.add_class::<guard::Guard>()?;
+    module.add_class::<loss::Loss>()?;
     fence::register(module)?;
     Ok(())
 }

@@ -29,7 +29,7 @@ class Guard:
 
     def __init__(self, native: _native.Guard) -> None:
         self._native = native
-        self.lost = LossEvent(native)
+        self.lost = LossEvent(native.lost)
         """Set once the lock is gone (``is_set()``, ``wait(timeout)``)."""
         self._released: Optional[ReleaseOutcome] = None
         self._scope_open = False
@@ -62,7 +62,7 @@ class Guard:
     def on_lost(self, callback: Callable[[LockLost], None]) -> None:
         """Calls ``callback(error)`` from a background thread when the lock
         is taken away (not when this process releases it)."""
-        self._native.on_lost(callback)
+        self._native.lost.on_lost(callback)
 
     def release(self) -> ReleaseOutcome:
         """Releases the lock and says what the server found. Only a
@@ -117,7 +117,7 @@ class Guard:
             uncancel = getattr(task, "uncancel", None)
             if uncancel is not None:
                 uncancel()
-            lost = self._native.loss()
+            lost = self._native.lost.loss()
             if lost is not None:
                 raise lost from exc
 

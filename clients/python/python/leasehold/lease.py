@@ -24,7 +24,7 @@ class Lease:
 
     def __init__(self, native: _native.Lease) -> None:
         self._native = native
-        self.lost = LossEvent(native)
+        self.lost = LossEvent(native.lost)
         """Set once the lease is gone (``is_set()``, ``wait(timeout)``)."""
         self._revoked: Optional[List[str]] = None
 
@@ -43,12 +43,12 @@ class Lease:
 
     def check(self) -> None:
         """Raises :class:`~leasehold.errors.LockLost` if the lease is lost."""
-        self._native.check()
+        self._native.lost.check()
 
     def on_lost(self, callback: Callable[[LockLost], None]) -> None:
         """Calls ``callback(error)`` from a background thread when the lease
         is taken away (expired, revoked elsewhere; not revoked here)."""
-        self._native.on_lost(callback)
+        self._native.lost.on_lost(callback)
 
     def lock(
         self,

@@ -9,34 +9,29 @@ once, before the renewal machinery has had a chance to say so.
 from __future__ import annotations
 
 import asyncio
-from typing import Callable, Optional, Protocol
+from typing import Optional
 
+from leasehold import _native
 from leasehold.errors import LockLost
 
 #: How long one blocking slice of :meth:`LossEvent.wait` lasts (Ctrl-C).
 _SLICE_S = 0.1
 
 
-class _Watched(Protocol):
-    def loss(self) -> Optional[LockLost]: ...
-    def wait_lost(self, timeout: Optional[float] = None) -> bool: ...
-    def on_lost(self, callback: Callable[[LockLost], None]) -> None: ...
-
-
 class LossEvent:
     """Set once ownership is gone (taken away, or ended by this process)."""
 
-    def __init__(self, watched: _Watched) -> None:
-        self._watched = watched
+    def __init__(self, native: _native.Loss) -> None:
+        self._native = native
 
     def is_set(self) -> bool:
         """Whether ownership is gone, read from the clock now."""
-        return self._watched.loss() is not None
+        return self._native.loss() is not None
 
     @property
     def error(self) -> Optional[LockLost]:
         """Why ownership is gone (``None`` while it holds)."""
-        return self._watched.loss()
+        return self._native.loss()
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """Blocks until ownership is gone or ``timeout`` seconds pass;
@@ -44,7 +39,7 @@ class LossEvent:
         remaining = timeout
         while remaining is None or remaining > 0:
             slice_s = _SLICE_S if remaining is None else min(_SLICE_S, remaining)
-            if self._watched.wait_lost(slice_s):
+            if self._native.wait(slice_s):
                 return True
             if remaining is not None:
                 remaining -= slice_s
@@ -62,7 +57,7 @@ class LossEvent:
             except RuntimeError:
                 pass  # the loop is closed
 
-        self._watched.on_lost(fire)
+        self._native.on_lost(fire)
         return await lost
 
 
