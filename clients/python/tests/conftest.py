@@ -18,7 +18,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, TypeVar
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TypeVar
 
 import pytest
 
@@ -91,12 +91,14 @@ class Node:
 
 
 class Service:
-    """A running service: its endpoints and its command line."""
+    """A running service: its endpoints and its command line (which runs
+    with ``cli_env``: TLS files, a token)."""
 
-    def __init__(self, nodes: Dict[int, Node], endpoints: Dict[int, str], workdir: Path) -> None:
+    def __init__(self, nodes: Dict[int, Node], endpoints: Dict[int, str], workdir: Path, cli_env: Dict[str, str]) -> None:
         self.nodes = nodes
         self.endpoints_by_node = endpoints
         self.workdir = workdir
+        self.cli_env = cli_env
 
     @property
     def endpoints(self) -> List[str]:
@@ -114,6 +116,7 @@ class Service:
             capture_output=True,
             text=True,
             timeout=timeout_s,
+            env={**os.environ, **self.cli_env},
         )
         if check and run.returncode != 0:
             pytest.fail(f"leasehold {' '.join(args)} exited {run.returncode}: {run.stderr}")
@@ -142,18 +145,21 @@ class Service:
             node.kill()
 
 
-def start_service(nodes: int) -> Service:
+def start_service(
+    nodes: int, serve_args: Sequence[str] = (), scheme: str = "http", cli_env: Optional[Dict[str, str]] = None
+) -> Service:
+    """Starts ``nodes`` nodes (with ``serve_args`` each) and waits for a leader."""
     workdir = Path(tempfile.mkdtemp(prefix="leasehold-py-"))
     listens = {n: f"127.0.0.1:{free_port()}" for n in range(1, nodes + 1)}
     peers = ",".join(f"{n}={addr}" for n, addr in listens.items())
     started: Dict[int, Node] = {}
     for n, listen in listens.items():
-        args = ["--listen", listen, "--data-dir", str(workdir / f"node-{n}")]
+        args = ["--listen", listen, "--data-dir", str(workdir / f"node-{n}"), *serve_args]
         if nodes > 1:
             args += ["--node-id", str(n), "--peers", peers]
         started[n] = Node(args, workdir / f"node-{n}.log")
         started[n].start()
-    service = Service(started, {n: f"http://{a}" for n, a in listens.items()}, workdir)
+    service = Service(started, {n: f"{scheme}://{a}" for n, a in listens.items()}, workdir, dict(cli_env or {}))
     try:
         service.leader()
     except BaseException:
@@ -189,8 +195,8 @@ def client(server: Service) -> Any:
 
 
 def _database(variable: str, what: str) -> str:
-    """A database's address from ``variable``; fails under ``CI=true``
-    without it (``.ci/run`` starts one and sets it), skips elsewhere."""
+    """What the environment provides in ``variable`` (a database's address,
+    a directory); fails under ``CI=true`` without it, skips elsewhere."""
     found = os.environ.get(variable)
     if found:
         return found
@@ -203,6 +209,13 @@ def _database(variable: str, what: str) -> str:
 def postgres_dsn() -> str:
     """The test PostgreSQL, as a libpq connection string."""
     return _database("LEASEHOLD_TEST_POSTGRES", "a PostgreSQL server")
+
+
+@pytest.fixture
+def tls_dir() -> Path:
+    """Certificates made by t180 (``ca.crt``, ``server.crt``/``.key``,
+    ``alice.crt``/``.key``, ``bob.crt``/``.key``)."""
+    return Path(_database("LEASEHOLD_TEST_TLS_DIR", "certificates (t180_python_client makes them)"))
 
 
 @pytest.fixture

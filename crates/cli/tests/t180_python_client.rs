@@ -3,6 +3,11 @@
 //! (the suite starts them from `LEASEHOLD_BIN`, set here to the binary
 //! cargo built), with PostgreSQL and Redis for its fencing adapters.
 //!
+//! The suite's TLS tests need certificates; this test makes them (the test
+//! kit's CA: `ca.crt`, `server.crt`/`.key`, and client certificates for the
+//! principals `alice` and `bob`) in a temporary directory it passes as
+//! `LEASEHOLD_TEST_TLS_DIR`.
+//!
 //! The interpreter is `LEASEHOLD_TEST_PYTHON_CLIENT`: a virtualenv where
 //! `.ci/run` installs the package (`pip install ./clients/python`) and
 //! `clients/python/requirements-test.txt`. Because the package is
@@ -11,6 +16,7 @@
 //! that refreshes it instead of testing old code.
 
 use leasehold_testkit::python::{interpreter, Wanted};
+use leasehold_testkit::tls::Ca;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -36,12 +42,15 @@ fn t180_python_client_suite() {
         return;
     };
     assert_installed_copy_is_current(&python);
+    let certificates = tempfile::tempdir().expect("temp dir for certificates");
+    write_certificates(certificates.path());
     let log = tempfile::NamedTempFile::new().expect("temp file for pytest's output");
     let started = Instant::now();
     let mut child = Command::new(&python)
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"])
         .current_dir(package_dir())
         .env("LEASEHOLD_BIN", env!("CARGO_BIN_EXE_leasehold"))
+        .env("LEASEHOLD_TEST_TLS_DIR", certificates.path())
         .stdin(Stdio::null())
         .stdout(log.reopen().expect("reopen log"))
         .stderr(log.reopen().expect("reopen log"))
@@ -56,6 +65,16 @@ fn t180_python_client_suite() {
         status.success(),
         "pytest failed ({status}); its output is above"
     );
+}
+
+/// The CA, the server's certificate (127.0.0.1) and two clients'.
+fn write_certificates(dir: &Path) {
+    let ca = Ca::new("t180 CA");
+    ca.write(dir, "ca");
+    ca.server().write(dir, "server");
+    for principal in ["alice", "bob"] {
+        ca.client(principal).write(dir, principal);
+    }
 }
 
 /// Fails, naming the fix, if the installed package is older than the
