@@ -10,15 +10,14 @@ one where psycopg opens transactions implicitly.
 
 from __future__ import annotations
 
-import os
 import uuid
-import warnings
 from typing import Any, Iterator, List
 
 import pytest
 
 psycopg = pytest.importorskip("psycopg")
 
+from fence_env import required_env  # noqa: E402
 from leasehold.errors import InvalidArgument, StaleToken  # noqa: E402
 from leasehold.fence import postgres  # noqa: E402
 from leasehold.fence.postgres import TOKEN_MAX, fenced_transaction  # noqa: E402
@@ -27,21 +26,8 @@ LOCK = "billing/invoices"
 
 
 def _dsn() -> str:
-    """``LEASEHOLD_TEST_POSTGRES``, or fail (CI) / skip loudly (elsewhere)."""
-    dsn = os.environ.get("LEASEHOLD_TEST_POSTGRES")
-    if dsn:
-        return dsn
-    if os.environ.get("CI") == "true":
-        pytest.fail(
-            "CI=true but LEASEHOLD_TEST_POSTGRES is not set: "
-            ".ci/run must start PostgreSQL and export it"
-        )
-    reason = (
-        "!!!!!!!! SKIPPING PostgreSQL fence tests: LEASEHOLD_TEST_POSTGRES "
-        "(a libpq connection string) is not set !!!!!!!!"
-    )
-    warnings.warn(reason)
-    pytest.skip(reason)
+    """The PostgreSQL server to test against."""
+    return required_env("LEASEHOLD_TEST_POSTGRES", "a libpq connection string")
 
 
 @pytest.fixture(params=[True, False], ids=["autocommit", "implicit-transactions"])

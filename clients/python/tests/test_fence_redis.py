@@ -8,15 +8,14 @@ parallel and again against one server.
 
 from __future__ import annotations
 
-import os
 import uuid
-import warnings
 from typing import Any, Iterator
 
 import pytest
 
 redis = pytest.importorskip("redis")
 
+from fence_env import required_env  # noqa: E402
 from leasehold.errors import InvalidArgument, StaleToken  # noqa: E402
 from leasehold.fence.redis import TOKEN_MAX, RedisFence  # noqa: E402
 
@@ -24,18 +23,8 @@ LOCK = "billing/invoices"
 
 
 def _addr() -> str:
-    """``LEASEHOLD_TEST_REDIS``, or fail (CI) / skip loudly (elsewhere)."""
-    addr = os.environ.get("LEASEHOLD_TEST_REDIS")
-    if addr:
-        return addr
-    if os.environ.get("CI") == "true":
-        pytest.fail(
-            "CI=true but LEASEHOLD_TEST_REDIS is not set: "
-            ".ci/run must start redis-server and export it"
-        )
-    reason = "!!!!!!!! SKIPPING Redis fence tests: LEASEHOLD_TEST_REDIS (host:port) is not set !!!!!!!!"
-    warnings.warn(reason)
-    pytest.skip(reason)
+    """The Redis server to test against."""
+    return required_env("LEASEHOLD_TEST_REDIS", "host:port of a redis-server")
 
 
 def _connect(**options: Any) -> RedisFence:

@@ -61,6 +61,12 @@ enum Python {
     Stale { presented: u64, highest: u64 },
 }
 
+/// Python's 5 after a 7, in both stores.
+const PYTHON_5_REFUSED_BELOW_7: Python = Python::Stale {
+    presented: 5,
+    highest: 7,
+};
+
 /// The interpreter with `leasehold` installed, or `None` (after a loud
 /// notice) outside CI when `LEASEHOLD_TEST_PYTHON_CLIENT` is unset.
 fn python_client() -> Option<String> {
@@ -127,13 +133,7 @@ async fn postgres_rust_and_python_fence_each_other() {
     tracing::info!("Rust writes with 7, then Python's 5 is refused");
     rust_write(&mut client, 7).await.expect("Rust token 7");
     let refused = python_write(&python, python_args("5")).await;
-    assert_eq!(
-        refused,
-        Python::Stale {
-            presented: 5,
-            highest: 7
-        }
-    );
+    assert_eq!(refused, PYTHON_5_REFUSED_BELOW_7);
     let recorded = postgres::rejections(&client, 1_000).await.unwrap();
     let recorded: Vec<_> = recorded.iter().filter(|r| r.resource == resource).collect();
     assert_eq!(recorded.len(), 1, "{recorded:?}");
@@ -185,13 +185,7 @@ async fn redis_rust_and_python_fence_each_other() {
         .await
         .expect("Rust token 7");
     let refused = python_write(&python, python_args("5")).await;
-    assert_eq!(
-        refused,
-        Python::Stale {
-            presented: 5,
-            highest: 7
-        }
-    );
+    assert_eq!(refused, PYTHON_5_REFUSED_BELOW_7);
     assert_eq!(value().await.as_deref(), Some("rust-7"));
     let recorded = fence.rejections(&key, 10).await.unwrap();
     let recorded: Vec<_> = recorded.iter().map(|r| (r.presented, r.highest)).collect();
