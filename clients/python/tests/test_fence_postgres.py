@@ -34,9 +34,11 @@ def _dsn() -> str:
 def conn(request: Any) -> Iterator[Any]:
     """A connection with the fence tables and an empty temp table ``items``."""
     with psycopg.connect(_dsn(), autocommit=True) as c:
-        postgres.migrate(c)
         c.execute("CREATE TEMP TABLE items (token bigint NOT NULL)")
         c.autocommit = request.param
+        postgres.migrate(c)  # in either mode, leaving the mode and no transaction open
+        assert c.autocommit == request.param
+        assert c.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
         yield c
 
 

@@ -21,7 +21,9 @@
 //!
 //! # The plain-SQL pattern (for other languages)
 //!
-//! Any client can fence the same tables; tokens are bigint (≤ i64::MAX):
+//! Any client can fence the same tables; tokens are bigint (≤ i64::MAX).
+//! The statements below are [`statements`]' (take them from there rather
+//! than copying them, as the Python adapter does):
 //!
 //! ```sql
 //! BEGIN;

@@ -3,7 +3,7 @@
 //!
 //! - [`RedisFence`] (`fence.rs`) — the API: fenced `set` / `hset` / `del`,
 //!   `rejections` to read the refusal log, `highest` to read a fence.
-//! - [`invocation`] — the script's `KEYS` and `ARGV` for one write, the
+//! - [`invocation`](mod@invocation) — the script's `KEYS` and `ARGV` for one write, the
 //!   keys a reader needs, the rejection record: pure and public, so the
 //!   Python adapter calls the script exactly as [`RedisFence`] does.
 //! - `keys.rs` — where the fence (highest token per (key, lock)) and the
