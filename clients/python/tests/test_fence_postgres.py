@@ -10,6 +10,8 @@ one where psycopg opens transactions implicitly.
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from typing import Any, Iterator, List
 
@@ -137,3 +139,47 @@ def test_a_connection_inside_a_transaction_is_refused(conn: Any, resource: str) 
             write(conn, resource, 1)
     assert refused.value.field == "conn"
     assert postgres.highest(conn, resource, LOCK) is None
+
+
+def test_a_stale_writer_waits_for_the_holder_and_is_refused_after_its_commit(
+    conn: Any, resource: str
+) -> None:
+    """The check holds the fence row's lock to the end of the transaction:
+    a lower token arriving meanwhile waits, then sees the committed token."""
+    write(conn, resource, 1)
+    outcome: List[BaseException] = []
+    with psycopg.connect(_dsn(), autocommit=True) as other:
+        waiting_pid = other.info.backend_pid
+
+        def stale_writer() -> None:
+            try:
+                with fenced_transaction(other, resource, LOCK, 5):
+                    pass
+            except BaseException as error:  # reported to the test thread
+                outcome.append(error)
+
+        with fenced_transaction(conn, resource, LOCK, 9) as tx:
+            tx.execute("INSERT INTO items (token) VALUES (9)")
+            thread = threading.Thread(target=stale_writer, daemon=True)
+            thread.start()
+            _wait_for_lock_wait(waiting_pid)
+        thread.join(timeout=10)
+        assert not thread.is_alive(), "the stale writer is still waiting after the commit"
+    [error] = outcome
+    assert isinstance(error, StaleToken) and (error.presented, error.highest) == (5, 9)
+    assert items(conn) == [1, 9]
+
+
+def _wait_for_lock_wait(pid: int) -> None:
+    """Waits (10 s at most) until backend ``pid`` waits on a lock. Asks over
+    a connection of its own: the test's is inside the holder's transaction."""
+    deadline = time.monotonic() + 10
+    with psycopg.connect(_dsn(), autocommit=True) as observer:
+        while time.monotonic() < deadline:
+            row = observer.execute(
+                "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)
+            ).fetchone()
+            if row is not None and row[0] == "Lock":
+                return
+            time.sleep(0.01)
+    pytest.fail(f"backend {pid} did not wait for the fence row's lock within 10 s")
