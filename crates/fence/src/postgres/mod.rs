@@ -7,6 +7,8 @@
 //!   with one upsert, runs the caller's statements, and commits.
 //! - [`rejections`] reads the audit table: every refused write, newest first.
 //! - [`highest`] reads the highest token accepted for a (resource, lock).
+//! - [`statements`]: the SQL all of these run, public so the Python adapter
+//!   runs the very same text.
 //!
 //! # Why one upsert
 //!
@@ -19,7 +21,9 @@
 //!
 //! # The plain-SQL pattern (for other languages)
 //!
-//! Any client can fence the same tables; tokens are bigint (≤ i64::MAX):
+//! Any client can fence the same tables; tokens are bigint (≤ i64::MAX).
+//! The statements below are [`statements`]' (take them from there rather
+//! than copying them, as the Python adapter does):
 //!
 //! ```sql
 //! BEGIN;
@@ -43,9 +47,10 @@
 //! Equal tokens are accepted (the same holder writing again). A token that
 //! is accepted but whose transaction rolls back is not recorded.
 
+pub mod statements;
 mod transaction;
 
-pub use transaction::{fenced_transaction, FenceError};
+pub use transaction::{fenced_transaction, token_to_sql, FenceError};
 
 use crate::{Audit, Rejection};
 use std::sync::LazyLock;
@@ -53,6 +58,10 @@ use tokio_postgres::Client;
 
 /// Migration 0001: the fence table and the rejection audit table.
 pub const MIGRATION_0001: &str = include_str!("../../migrations/postgres/0001_fence.sql");
+
+/// The highest token the adapter stores: PostgreSQL's `bigint` is signed,
+/// so tokens above `i64::MAX` are refused ([`FenceError::TokenOutOfRange`]).
+pub const TOKEN_MAX: u64 = i64::MAX as u64;
 
 /// The in-process audit of this adapter (metric label `postgres`): every
 /// refusal by [`fenced_transaction`] in this process is counted, logged and
@@ -74,12 +83,7 @@ pub async fn rejections(
     limit: u32,
 ) -> Result<Vec<Rejection>, tokio_postgres::Error> {
     let rows = client
-        .query(
-            "SELECT resource, lock, presented, highest, \
-                    (extract(epoch FROM at) * 1000)::bigint \
-               FROM leasehold_fence_rejections ORDER BY id DESC LIMIT $1",
-            &[&i64::from(limit)],
-        )
+        .query(statements::REJECTIONS, &[&i64::from(limit)])
         .await?;
     Ok(rows
         .iter()
@@ -100,7 +104,7 @@ pub async fn highest(
     lock: &str,
 ) -> Result<Option<u64>, tokio_postgres::Error> {
     let row = client
-        .query_opt(transaction::HIGHEST, &[&resource, &lock])
+        .query_opt(statements::HIGHEST, &[&resource, &lock])
         .await?;
     Ok(row.map(|row| token_from_sql(row.get(0))))
 }

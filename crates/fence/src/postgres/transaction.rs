@@ -1,26 +1,10 @@
 //! [`fenced_transaction`]: check-and-record the token, run the caller's
 //! statements, commit — one PostgreSQL transaction.
 
-use super::{audit, token_from_sql};
+use super::statements::{HIGHEST, RECORD_REJECTION, UPSERT};
+use super::{audit, token_from_sql, TOKEN_MAX};
 use crate::StaleToken;
 use tokio_postgres::{Client, Transaction};
-
-/// Checks and records the token in one statement; returns a row only if
-/// the token is accepted. Holds the fence row's lock until commit.
-const UPSERT: &str = "INSERT INTO leasehold_fence (resource, lock, highest_token) \
-     VALUES ($1, $2, $3) \
-     ON CONFLICT (resource, lock) DO UPDATE \
-         SET highest_token = excluded.highest_token, updated_at = now() \
-       WHERE leasehold_fence.highest_token <= excluded.highest_token \
-     RETURNING highest_token";
-
-/// The highest token accepted for ($1 resource, $2 lock).
-pub(super) const HIGHEST: &str =
-    "SELECT highest_token FROM leasehold_fence WHERE resource = $1 AND lock = $2";
-
-/// One refusal, written after the refused transaction rolled back.
-const RECORD_REJECTION: &str = "INSERT INTO leasehold_fence_rejections \
-     (resource, lock, presented, highest) VALUES ($1, $2, $3, $4)";
 
 /// Why a fenced transaction did not commit.
 #[derive(Debug, thiserror::Error)]
@@ -30,7 +14,7 @@ pub enum FenceError {
     #[error(transparent)]
     Stale(StaleToken),
     /// The token does not fit PostgreSQL's `bigint`; nothing was sent.
-    #[error("fencing token {token} is above {max} (i64::MAX), the largest the PostgreSQL adapter can store as bigint; refusing it rather than wrapping")]
+    #[error("fencing token {token} is above {max} (TOKEN_MAX, i64::MAX), the largest the PostgreSQL adapter can store as bigint; refusing it rather than wrapping")]
     TokenOutOfRange {
         /// The token presented.
         token: u64,
@@ -125,11 +109,13 @@ where
     }
 }
 
-/// `token` as a bigint, or the clear refusal for tokens above i64::MAX.
-fn token_to_sql(token: u64) -> Result<i64, FenceError> {
+/// `token` as a bigint, or the clear refusal for tokens above
+/// [`TOKEN_MAX`]. Public so other clients of the tables (the Python
+/// adapter) refuse the same tokens with the same words before any SQL.
+pub fn token_to_sql(token: u64) -> Result<i64, FenceError> {
     i64::try_from(token).map_err(|_| FenceError::TokenOutOfRange {
         token,
-        max: i64::MAX as u64,
+        max: TOKEN_MAX,
     })
 }
 

@@ -11,7 +11,7 @@ pub enum FenceError {
     /// The token is above 2^53: the script compares tokens as Lua numbers
     /// (doubles), which are not exact there, so it refuses rather than
     /// risk letting a stale write through. Nothing changed.
-    #[error("token {token} exceeds 2^53 (9007199254740992): Redis Lua compares numbers as doubles, which cannot tell such tokens apart, so the write is refused")]
+    #[error("token {token} exceeds 2^53 (9007199254740992, TOKEN_MAX): Redis Lua compares numbers as doubles, which cannot tell such tokens apart, so the write is refused")]
     TokenOutOfRange {
         /// The token presented.
         token: u64,
@@ -38,7 +38,7 @@ pub enum FenceError {
     },
     /// A value or hash field is larger than [`super::VALUE_BYTES_MAX`].
     #[error(
-        "value of {bytes} bytes exceeds the limit of {} bytes",
+        "value of {bytes} bytes exceeds the limit VALUE_BYTES_MAX ({} bytes)",
         super::VALUE_BYTES_MAX
     )]
     TooLarge {

@@ -1,7 +1,8 @@
 //! [`RedisFence`]: fenced `SET` / `HSET` / `DEL` through one Lua script.
 
+use super::invocation::{fence_key, invocation, parse_rejection, rejections_key, Op};
 use super::resp::{Connection, Reply};
-use super::{keys, FenceError, REJECTIONS_KEPT, SCRIPT, TOKEN_MAX, VALUE_BYTES_MAX};
+use super::{FenceError, REJECTIONS_KEPT, SCRIPT};
 use crate::{Audit, Rejection, StaleToken};
 
 /// One connection to Redis that writes only with a fencing token the
@@ -16,13 +17,6 @@ pub struct RedisFence {
     sha: String,
     /// Refusals seen by this client, counted and logged as "redis".
     audit: Audit,
-}
-
-/// A fenced operation and its arguments, as the script takes them.
-enum Op<'a> {
-    Set(&'a [u8]),
-    Hset(&'a [u8], &'a [u8]),
-    Del,
 }
 
 impl RedisFence {
@@ -71,12 +65,7 @@ impl RedisFence {
 
     /// The highest token accepted for (`key`, `lock`), if any.
     pub async fn highest(&mut self, key: &str, lock: &str) -> Result<Option<u64>, FenceError> {
-        keys::validate(key, lock)?;
-        match self
-            .conn
-            .command(&[b"GET", &keys::fence(key, lock)])
-            .await?
-        {
+        match self.conn.command(&[b"GET", &fence_key(key, lock)?]).await? {
             Reply::Bulk(None) => Ok(None),
             reply => Ok(Some(token_in(&reply)?)),
         }
@@ -90,7 +79,7 @@ impl RedisFence {
         key: &str,
         limit: usize,
     ) -> Result<Vec<Rejection>, FenceError> {
-        keys::validate(key, "-")?;
+        let log = rejections_key(key)?;
         let limit = limit.min(REJECTIONS_KEPT);
         if limit == 0 {
             return Ok(Vec::new());
@@ -98,7 +87,7 @@ impl RedisFence {
         let stop = (limit - 1).to_string();
         let reply = self
             .conn
-            .command(&[b"LRANGE", &keys::rejections(key), b"0", stop.as_bytes()])
+            .command(&[b"LRANGE", &log, b"0", stop.as_bytes()])
             .await?;
         match reply {
             Reply::Array(Some(items)) => items.iter().map(|r| rejection(key, r)).collect(),
@@ -118,24 +107,8 @@ impl RedisFence {
         token: u64,
         op: Op<'_>,
     ) -> Result<(), FenceError> {
-        keys::validate(key, lock)?;
-        if token > TOKEN_MAX {
-            return Err(FenceError::TokenOutOfRange { token });
-        }
-        let (name, args): (&[u8], Vec<&[u8]>) = match op {
-            Op::Set(value) => (b"SET", vec![value]),
-            Op::Hset(field, value) => (b"HSET", vec![field, value]),
-            Op::Del => (b"DEL", vec![]),
-        };
-        if let Some(big) = args.iter().find(|a| a.len() > VALUE_BYTES_MAX) {
-            return Err(FenceError::TooLarge { bytes: big.len() });
-        }
-        let (fence, log) = (keys::fence(key, lock), keys::rejections(key));
-        let (token_s, kept) = (token.to_string(), REJECTIONS_KEPT.to_string());
-        let mut argv: Vec<&[u8]> = vec![key.as_bytes(), &fence, &log];
-        argv.extend([lock.as_bytes(), token_s.as_bytes(), kept.as_bytes(), name]);
-        argv.extend(args);
-        let reply = self.eval(&argv).await?;
+        let call = invocation(key, lock, token, op)?;
+        let reply = self.eval(&call.argv()).await?;
         match outcome(&reply)? {
             (true, _) => Ok(()),
             (false, highest) => {
@@ -208,19 +181,7 @@ fn token_in(reply: &Reply) -> Result<u64, FenceError> {
 /// One rejection-log entry: `presented highest at_unix_ms lock`.
 fn rejection(key: &str, reply: &Reply) -> Result<Rejection, FenceError> {
     let text = reply.as_text().ok_or_else(|| unexpected(reply))?;
-    let mut parts = text.splitn(4, ' ');
-    let mut number = || parts.next().and_then(|p| p.parse::<u64>().ok());
-    let (presented, highest, at) = (number(), number(), number());
-    match (presented, highest, at, parts.next()) {
-        (Some(presented), Some(highest), Some(at), Some(lock)) => Ok(Rejection {
-            resource: key.to_owned(),
-            lock: lock.to_owned(),
-            presented,
-            highest,
-            at_unix_ms: i64::try_from(at).map_err(|_| unexpected(reply))?,
-        }),
-        _ => Err(unexpected(reply)),
-    }
+    parse_rejection(key, text.as_bytes()).ok_or_else(|| unexpected(reply))
 }
 
 fn unexpected(reply: &Reply) -> FenceError {

@@ -3,6 +3,9 @@
 //!
 //! - [`RedisFence`] (`fence.rs`) — the API: fenced `set` / `hset` / `del`,
 //!   `rejections` to read the refusal log, `highest` to read a fence.
+//! - [`invocation`](mod@invocation) — the script's `KEYS` and `ARGV` for one write, the
+//!   keys a reader needs, the rejection record: pure and public, so the
+//!   Python adapter calls the script exactly as [`RedisFence`] does.
 //! - `keys.rs` — where the fence (highest token per (key, lock)) and the
 //!   rejection log live: *beside* the data, in its hash slot, so the script
 //!   is valid on a Redis Cluster too.
@@ -50,11 +53,13 @@
 
 mod error;
 mod fence;
+pub mod invocation;
 mod keys;
 pub mod resp;
 
 pub use error::FenceError;
 pub use fence::RedisFence;
+pub use invocation::{invocation, Invocation, Op};
 
 /// The fencing script. Public so other clients can run the same rule.
 pub const SCRIPT: &str = include_str!("fence.lua");
