@@ -19,7 +19,7 @@ import pytest
 
 psycopg = pytest.importorskip("psycopg")
 
-from fence_env import required_env  # noqa: E402
+from conftest import required_env  # noqa: E402
 from leasehold.errors import InvalidArgument, StaleToken  # noqa: E402
 from leasehold.fence import postgres  # noqa: E402
 from leasehold.fence.postgres import TOKEN_MAX, fenced_transaction  # noqa: E402

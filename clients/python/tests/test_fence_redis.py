@@ -15,7 +15,7 @@ import pytest
 
 redis = pytest.importorskip("redis")
 
-from fence_env import required_env  # noqa: E402
+from conftest import required_env  # noqa: E402
 from leasehold.errors import InvalidArgument, StaleToken  # noqa: E402
 from leasehold.fence.redis import TOKEN_MAX, RedisFence  # noqa: E402
 

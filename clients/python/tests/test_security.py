@@ -9,7 +9,7 @@ port is told the server speaks TLS."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, Iterator
+from typing import Dict, Iterator, Optional
 
 import pytest
 
@@ -24,6 +24,14 @@ def identity(tls_dir: Path, who: str) -> Dict[str, str]:
         "cert": str(tls_dir / f"{who}.crt"),
         "key": str(tls_dir / f"{who}.key"),
     }
+
+
+def connect_as(service: Service, tls_dir: Path, who: str, auth_token: Optional[str] = None) -> leasehold.Client:
+    """A client presenting ``who``'s certificate (and ``auth_token``)."""
+    files = identity(tls_dir, who)
+    return leasehold.Client(
+        service.endpoint, cacert=files["cacert"], cert=files["cert"], key=files["key"], auth_token=auth_token
+    )
 
 
 @pytest.fixture
@@ -43,7 +51,7 @@ def secured(tls_dir: Path) -> Iterator[Service]:
 
 
 def test_certificates_and_tokens_name_the_caller(secured: Service, tls_dir: Path) -> None:
-    bob = leasehold.Client(secured.endpoint, **identity(tls_dir, "bob"))
+    bob = connect_as(secured, tls_dir, "bob")
     with bob.lease(ttl=10) as lease:
         with lease.lock(unique("jobs/py")) as guard:
             assert guard.fence() > 0
@@ -54,7 +62,7 @@ def test_certificates_and_tokens_name_the_caller(secured: Service, tls_dir: Path
 
     secret = secured.cli("token", "create", "bob").stdout.strip().split()[-1]
     # alice's certificate opens the connection; bob's token names the caller.
-    as_bob = leasehold.Client(secured.endpoint, auth_token=secret, **identity(tls_dir, "alice"))
+    as_bob = connect_as(secured, tls_dir, "alice", auth_token=secret)
     with as_bob.lease(ttl=10) as lease:
         with pytest.raises(leasehold.PermissionDenied) as denied:
             lease.lock(unique("db/py")).acquire()

@@ -15,7 +15,7 @@
 //! installed copy is the source's: a stale install fails with the command
 //! that refreshes it instead of testing old code.
 
-use leasehold_testkit::python::{interpreter, Wanted};
+use leasehold_testkit::python::{interpreter, CLIENT};
 use leasehold_testkit::tls::Ca;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -25,20 +25,13 @@ use std::time::{Duration, Instant, SystemTime};
 /// Bound on the whole suite (each test bounds its own waits).
 const SUITE_TIMEOUT: Duration = Duration::from_secs(600);
 
-const WANTED: Wanted = Wanted {
-    variable: "LEASEHOLD_TEST_PYTHON_CLIENT",
-    venv_python: ".cache/leasehold/python-client/bin/python",
-    imports: "import leasehold, pytest, psycopg, redis",
-    install: "./clients/python and clients/python/requirements-test.txt",
-};
-
 fn package_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../clients/python")
 }
 
 #[test]
 fn t180_python_client_suite() {
-    let Some(python) = interpreter(WANTED, "t180_python_client_suite") else {
+    let Some(python) = interpreter(CLIENT, "t180_python_client_suite") else {
         return;
     };
     assert_installed_copy_is_current(&python);

@@ -15,7 +15,8 @@
 use leasehold_fence::postgres::{self, fenced_transaction, FenceError as PgError};
 use leasehold_fence::redis::resp::{Connection, Reply};
 use leasehold_fence::redis::{FenceError as RedisError, RedisFence};
-use leasehold_testkit::{in_ci, unique};
+use leasehold_testkit::python::{interpreter, CLIENT};
+use leasehold_testkit::unique;
 use std::time::Duration;
 use tokio::process::Command;
 
@@ -70,18 +71,8 @@ const PYTHON_5_REFUSED_BELOW_7: Python = Python::Stale {
 /// The interpreter with `leasehold` installed, or `None` (after a loud
 /// notice) outside CI when `LEASEHOLD_TEST_PYTHON_CLIENT` is unset.
 fn python_client() -> Option<String> {
-    if let Ok(python) = std::env::var("LEASEHOLD_TEST_PYTHON_CLIENT") {
-        return Some(python);
-    }
-    assert!(
-        !in_ci(),
-        "CI=true but LEASEHOLD_TEST_PYTHON_CLIENT is not set: .ci/run must build the Python client into a venv and export its interpreter"
-    );
-    eprintln!(
-        "\n!!!!!!!! SKIPPING the cross-language fence tests: LEASEHOLD_TEST_PYTHON_CLIENT \
-         (a Python with `leasehold`, psycopg and redis installed) is not set. !!!!!!!!\n"
-    );
-    None
+    let python = interpreter(CLIENT, "the cross-language fence tests")?;
+    Some(python.display().to_string())
 }
 
 /// Runs the Python writer once; panics with its output if it neither

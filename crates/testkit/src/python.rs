@@ -65,3 +65,13 @@ fn can_import(python: &PathBuf, imports: &str) -> bool {
         .status()
         .is_ok_and(|status| status.success())
 }
+
+/// The Python client's tests: a virtualenv with the `leasehold` package
+/// (`pip install ./clients/python`) and its test requirements, which
+/// `.ci/run` makes and exports as `LEASEHOLD_TEST_PYTHON_CLIENT`.
+pub const CLIENT: Wanted = Wanted {
+    variable: "LEASEHOLD_TEST_PYTHON_CLIENT",
+    venv_python: ".cache/leasehold/python-client/bin/python",
+    imports: "import leasehold, pytest, psycopg, redis",
+    install: "./clients/python and clients/python/requirements-test.txt",
+};

@@ -1,9 +1,9 @@
 """Types of the native module (``clients/python/src``). Internal: use the
 ``leasehold`` package."""
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from leasehold.errors import LockLost
+from leasehold.errors import LockLost, StaleToken
 
 __version__: str
 WAIT_MAX_S: float
@@ -66,5 +66,22 @@ class Guard:
     def fence(self) -> int: ...
     def release(self) -> Call: ...
 
+# The fencing adapters' shared parts (src/fence.rs).
 POSTGRES_MIGRATION: str
+POSTGRES_UPSERT: str
+POSTGRES_HIGHEST: str
+POSTGRES_RECORD_REJECTION: str
+POSTGRES_REJECTIONS: str
+POSTGRES_TOKEN_MAX: int
 REDIS_SCRIPT: str
+REDIS_TOKEN_MAX: int
+REDIS_REJECTIONS_KEPT: int
+
+def postgres_token(token: int) -> int: ...
+def redis_invocation(
+    key: str, lock: str, token: int, op: str, operands: Sequence[bytes]
+) -> Tuple[List[bytes], List[bytes]]: ...
+def redis_fence_key(key: str, lock: str) -> bytes: ...
+def redis_rejections_key(key: str) -> bytes: ...
+def redis_parse_rejection(key: str, record: bytes) -> Tuple[str, str, int, int, int]: ...
+def stale_token(resource: str, lock: str, presented: int, highest: int) -> StaleToken: ...
