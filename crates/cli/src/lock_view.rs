@@ -118,9 +118,9 @@ pub fn lock_human(lock: &LockInfo, now_unix_ms: i64, indent: &str) -> String {
     };
     if lock.prefix_holds > 0 {
         lines.push(format!(
-            "usual hold under this prefix: p99 {} over the last {} holds",
+            "usual hold under this prefix: p99 {} over the last {}",
             approx(lock.prefix_hold_p99_ms),
-            lock.prefix_holds
+            show::count(lock.prefix_holds.into(), "hold", "holds")
         ));
     }
     let mut out = format!("{indent}lock {}\n", lock.name);
@@ -149,13 +149,18 @@ fn holder_lines(h: &Holder, now_unix_ms: i64) -> Vec<String> {
             approx(h.held_ms)
         ),
         format!(
-            "lease: {} left of {}, renewed {} times, last renewal {}",
+            "lease: {} left of {}, renewed {}, last renewal {}",
             approx(h.lease_remaining_ms),
             human(h.lease_ttl_ms),
-            h.renewals,
+            show::count(h.renewals, "time", "times"),
             ago(h.lease_renewed_unix_ms, now_unix_ms)
         ),
     ];
+    if !h.metadata.is_empty() {
+        let metadata: BTreeMap<&String, &String> = h.metadata.iter().collect();
+        let pairs: Vec<String> = metadata.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        lines.push(format!("metadata: {}", pairs.join(", ")));
+    }
     if h.lock_delay_ms > 0 || h.max_hold_ms > 0 {
         let or_none = |ms: u64| match ms {
             0 => "none".to_owned(),

@@ -8,6 +8,12 @@
 
 use crate::wire::OwnerInfo;
 
+/// `n` and the noun, singular or plural as `n` asks: `1 renewal`,
+/// `0 renewals`, `3 holds` (`plural` for irregular nouns: `1 entry`).
+pub fn count(n: u64, singular: &str, plural: &str) -> String {
+    format!("{n} {}", if n == 1 { singular } else { plural })
+}
+
 /// A short form of `ms` in the largest unit that divides it exactly:
 /// `1500ms`, `10s`, `2m`, `1h` (what a ttl was set to).
 pub fn human(ms: u64) -> String {

@@ -91,7 +91,47 @@ pub(crate) fn check_name_text(field: &str, raw: &str, limit: Limit) -> Result<()
             format!("contains the control character U+{:04X}", c as u32),
         ));
     }
+    if let Some((c, name)) = raw.chars().find_map(|c| invisible(c).map(|name| (c, name))) {
+        return Err(LockError::invalid(
+            field,
+            format!(
+                "contains U+{:04X} {name}, which is invisible or reorders the text around it \
+                 when printed (\"rtl\\u{{202e}}gnp.exe\" prints as \"rtlexe.png\"), so the name \
+                 would not read as what it is; remove it",
+                c as u32
+            ),
+        ));
+    }
     Ok(())
+}
+
+/// The name of `c` if it is a bidirectional control or an invisible
+/// formatting character: printed, such a name reads as another (or as
+/// another's twin), in `ls`, the page and every log.
+fn invisible(c: char) -> Option<&'static str> {
+    Some(match c {
+        '\u{00AD}' => "SOFT HYPHEN",
+        '\u{061C}' => "ARABIC LETTER MARK",
+        '\u{180E}' => "MONGOLIAN VOWEL SEPARATOR",
+        '\u{200B}' => "ZERO WIDTH SPACE",
+        '\u{200C}' => "ZERO WIDTH NON-JOINER",
+        '\u{200D}' => "ZERO WIDTH JOINER",
+        '\u{200E}' => "LEFT-TO-RIGHT MARK",
+        '\u{200F}' => "RIGHT-TO-LEFT MARK",
+        '\u{202A}' => "LEFT-TO-RIGHT EMBEDDING",
+        '\u{202B}' => "RIGHT-TO-LEFT EMBEDDING",
+        '\u{202C}' => "POP DIRECTIONAL FORMATTING",
+        '\u{202D}' => "LEFT-TO-RIGHT OVERRIDE",
+        '\u{202E}' => "RIGHT-TO-LEFT OVERRIDE",
+        '\u{2060}' => "WORD JOINER",
+        '\u{2061}'..='\u{2064}' => "INVISIBLE OPERATOR",
+        '\u{2066}' => "LEFT-TO-RIGHT ISOLATE",
+        '\u{2067}' => "RIGHT-TO-LEFT ISOLATE",
+        '\u{2068}' => "FIRST STRONG ISOLATE",
+        '\u{2069}' => "POP DIRECTIONAL ISOLATE",
+        '\u{FEFF}' => "ZERO WIDTH NO-BREAK SPACE",
+        _ => return None,
+    })
 }
 
 /// A namespace or part must be a non-empty segment without `/`.
@@ -162,6 +202,20 @@ mod tests {
             LockName::parse("jobs/nightly").unwrap().as_str(),
             "jobs/nightly"
         );
+    }
+
+    #[test]
+    fn rejects_text_that_prints_as_another_name() {
+        let error = LockName::parse("files/rtl\u{202E}gnp.exe")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("U+202E RIGHT-TO-LEFT OVERRIDE"), "{error}");
+        for sneaky in ["a\u{200B}b", "a\u{2066}b", "\u{FEFF}jobs", "jobs/\u{00AD}x"] {
+            assert!(LockName::parse(sneaky).is_err(), "{sneaky:?} accepted");
+        }
+        // Scripts that are not invisible stay welcome.
+        assert!(LockName::parse("تقارير/يومي").is_ok());
+        assert!(LockName::parse("ジョブ/夜間").is_ok());
     }
 
     #[test]

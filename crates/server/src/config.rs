@@ -5,7 +5,9 @@ use crate::raft::node::RaftTimings;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::watch;
 
 /// How to run one node.
 #[derive(Clone, Debug)]
@@ -48,6 +50,10 @@ pub struct ServeConfig {
     /// Serve plaintext on a non-loopback address (`--insecure`): without
     /// it such a start is refused, so that no node is open by mistake.
     pub insecure: bool,
+    /// Told readiness (what `/readyz` answers) and each change of it, for
+    /// a supervisor that announces the node only once it can answer
+    /// (`leasehold serve` prints "listening" then).
+    pub readiness: Option<Arc<watch::Sender<bool>>>,
 }
 
 impl ServeConfig {
@@ -67,6 +73,7 @@ impl ServeConfig {
             metrics_auth: false,
             tls: None,
             insecure: false,
+            readiness: None,
         }
     }
 

@@ -101,6 +101,9 @@ pub struct Stamp {
     pub revision: u64,
     /// The proposer's wall time, Unix ms.
     pub at_unix_ms: u64,
+    /// Applied again at start-up (replaying what this node applied
+    /// before it restarted): rebuilds the record, is not news.
+    pub replayed: bool,
 }
 
 /// What an event is about: the lock, the lease and its owner, the token.

@@ -39,19 +39,37 @@ pub(crate) const SERVICES: [&str; 6] = [
 pub(crate) async fn service(
     node: Arc<Node>,
     stop: watch::Receiver<bool>,
+    told: Option<Arc<watch::Sender<bool>>>,
 ) -> HealthServer<impl Health> {
     let (reporter, server) = health_reporter();
     let ready = readiness(&node).is_ok();
-    publish(&reporter, ready).await;
-    tokio::spawn(follow(node, reporter, ready, stop));
+    let follower = Follower { reporter, told };
+    follower.publish(ready).await;
+    tokio::spawn(follow(node, follower, ready, stop));
     server
+}
+
+/// Where readiness goes: the health service, and whoever asked to be told
+/// (`ServeConfig::readiness`).
+struct Follower {
+    reporter: HealthReporter,
+    told: Option<Arc<watch::Sender<bool>>>,
+}
+
+impl Follower {
+    async fn publish(&self, ready: bool) {
+        publish(&self.reporter, ready).await;
+        if let Some(told) = &self.told {
+            told.send_replace(ready);
+        }
+    }
 }
 
 /// Re-evaluates readiness on each Raft metrics change and every
 /// [`RECHECK_INTERVAL`], publishing changes, until the server stops.
 async fn follow(
     node: Arc<Node>,
-    reporter: HealthReporter,
+    follower: Follower,
     mut ready: bool,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -69,7 +87,7 @@ async fn follow(
         let now = readiness(&node).is_ok();
         if now != ready {
             tracing::info!(serving = now, "gRPC health changed with readiness");
-            publish(&reporter, now).await;
+            follower.publish(now).await;
             ready = now;
         }
     }

@@ -9,19 +9,35 @@ use crate::sinks::{telemetry, Freed, Refusal, Sinks};
 use crate::storage::ApplyListener;
 use crate::waiters::WaitResult;
 use leasehold_core::{Applied, Effect, FreeCause, LeaseId, LockName, State, Token, WaitEndCause};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Routes effects to the sinks.
 pub struct ApplyHub {
     sinks: Sinks,
+    /// Entries up to this log index were applied before this process
+    /// started (the committed index found at open): applying them again
+    /// rebuilds the derived state (timers, holders, events) but is not
+    /// news, so it is neither logged line by line nor counted again.
+    replayed_until: AtomicU64,
 }
 
 impl ApplyHub {
     /// A hub feeding `sinks`.
     pub fn new(sinks: Sinks) -> ApplyHub {
-        ApplyHub { sinks }
+        ApplyHub {
+            sinks,
+            replayed_until: AtomicU64::new(0),
+        }
+    }
+
+    /// Entries up to `index` are a replay of what this node applied before
+    /// it restarted.
+    pub fn replaying_until(&self, index: u64) {
+        self.replayed_until.store(index, Ordering::Relaxed);
     }
 
     /// The table: each kind of effect, and the sinks that act on it.
+    /// Telemetry (log lines, counters) is for news only, not a replay.
     fn effect(&self, at: Stamp, effect: &Effect) {
         let sinks = &self.sinks;
         // Every deadline effect arms or disarms a timer; a keep-alive's
@@ -34,10 +50,16 @@ impl ApplyHub {
                 owner,
                 held,
                 ..
-            } => telemetry::lease_renewed(*lease, *ttl_ms, owner, held, margin),
+            } => {
+                if !at.replayed {
+                    telemetry::lease_renewed(*lease, *ttl_ms, owner, held, margin);
+                }
+            }
             Effect::LeaseEnded { lease, expired } => {
                 sinks.ended.lease_ended(*lease);
-                telemetry::lease_ended(*lease, *expired);
+                if !at.replayed {
+                    telemetry::lease_ended(*lease, *expired);
+                }
             }
             Effect::LockGranted { .. } => self.lock_granted(at, effect),
             Effect::LockFreed { .. } => self.lock_freed(at, effect),
@@ -83,8 +105,10 @@ impl ApplyHub {
                 telemetry::waited(waited);
             }
         }
-        self.sinks.holders.granted(*token);
-        telemetry::lock_granted(name, *lease, owner, *token, *from_queue);
+        self.sinks.holders.granted(*token, at.at_unix_ms);
+        if !at.replayed {
+            telemetry::lock_granted(name, *lease, owner, *token, *from_queue);
+        }
         let about = about(name, *lease, owner, *token);
         self.sinks.events.lock_granted(at, about, *from_queue);
     }
@@ -112,7 +136,9 @@ impl ApplyHub {
             forced: forced.as_ref(),
             held_for: self.sinks.holders.freed(*token),
         };
-        telemetry::lock_freed(&freed);
+        if !at.replayed {
+            telemetry::lock_freed(&freed);
+        }
         // Only holds their holder ended measure the work: an expiry's
         // includes the ttl after the holder died, a force release is an
         // incident.
@@ -141,7 +167,9 @@ impl ApplyHub {
         // The lease is gone: its grant was logged with the owner, under
         // the same lease and token.
         let owner = owner.as_deref().unwrap_or("?");
-        telemetry::release_failed(name, *lease, owner, *token, error);
+        if !at.replayed {
+            telemetry::release_failed(name, *lease, owner, *token, error);
+        }
         let about = about(name, *lease, owner, *token);
         self.sinks.events.release_failed(at, about, error);
     }
@@ -170,7 +198,9 @@ impl ApplyHub {
             highest_lock: highest_lock.as_ref().map_or("", |l| l.as_str()),
             error,
         };
-        telemetry::fenced_put_refused(&refusal);
+        if !at.replayed {
+            telemetry::fenced_put_refused(&refusal);
+        }
         self.sinks.events.fenced_put_refused(at, &refusal);
     }
 }
@@ -186,18 +216,31 @@ fn about<'a>(name: &'a LockName, lease: LeaseId, owner: &'a str, token: Token) -
 }
 
 impl ApplyListener for ApplyHub {
-    fn applied(&self, state: &State, _index: u64, at_unix_ms: u64, applied: &[Applied]) {
+    fn applied(&self, state: &State, index: u64, at_unix_ms: u64, applied: &[Applied]) {
+        let replayed_until = self.replayed_until.load(Ordering::Relaxed);
+        let replayed = index <= replayed_until;
         for outcome in applied {
-            telemetry::outcome(outcome);
+            if !replayed {
+                telemetry::outcome(outcome);
+            }
             let at = Stamp {
                 revision: outcome.revision.0,
                 at_unix_ms,
+                replayed,
             };
             for effect in &outcome.effects {
                 self.effect(at, effect);
             }
         }
         telemetry::revision(state.revision().0);
+        if index == replayed_until {
+            tracing::debug!(
+                index,
+                locks = state.lock_count(),
+                leases = state.lease_count(),
+                "restored the state from the log"
+            );
+        }
     }
 
     fn reset(&self, state: &State) {

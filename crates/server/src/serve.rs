@@ -59,6 +59,9 @@ pub async fn serve_on(
     let sinks = Sinks::new(clock.clone(), config.failover_margin);
     let hub = Arc::new(ApplyHub::new(sinks.clone()));
     let (log_store, state_machine) = open_storage(&config, hub.clone()).await?;
+    if let Some(index) = log_store.committed_index() {
+        hub.replaying_until(index);
+    }
     let state = state_machine.shared();
     let identity = Identity::load(config.node_id, log_store.identity_store(), clock.clone())
         .map_err(|error| ServeError::Storage(format!("cannot read the cluster id: {error}")))?;
@@ -112,7 +115,11 @@ pub async fn serve_on(
     }
     let gate = tls::peers::PeerGate::new(tls.clone(), config.peers.values().cloned().collect());
     let metrics_auth = config.metrics_auth;
-    let result = serve_port(node, gate, tls, listener, metrics_auth, shutdown).await;
+    let announce = Announce {
+        metrics_auth,
+        readiness: config.readiness.clone(),
+    };
+    let result = serve_port(node, gate, tls, listener, announce, shutdown).await;
     if let Err(error) = raft.shutdown().await {
         tracing::warn!(%error, "raft did not shut down cleanly");
     }
@@ -163,12 +170,19 @@ async fn open_storage(
 
 /// Serves the port: plaintext, or TLS (with certificates reloaded on
 /// SIGHUP) when `tls` is given.
+/// What the port tells about itself: whether `/metrics` needs auth, and
+/// whom to tell readiness.
+struct Announce {
+    metrics_auth: bool,
+    readiness: Option<Arc<tokio::sync::watch::Sender<bool>>>,
+}
+
 async fn serve_port(
     node: Arc<Node>,
     gate: tls::peers::PeerGate,
     tls: Option<Arc<Tls>>,
     listener: TcpListener,
-    metrics_auth: bool,
+    announce: Announce,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let (stopping, stop) = tokio::sync::watch::channel(false);
@@ -176,11 +190,11 @@ async fn serve_port(
         shutdown.await;
         let _ = stopping.send(true);
     });
-    let health = health::service(node.clone(), stop.clone()).await;
+    let health = health::service(node.clone(), stop.clone(), announce.readiness).await;
     let router = grpc_routes(&node, gate)?
         .add_service(health)
         .into_axum_router()
-        .merge(http::router(node, metrics_auth))
+        .merge(http::router(node, announce.metrics_auth))
         .fallback(http::not_found);
     let limit = ConnectionLimit::server_default();
     let Some(tls) = tls else {

@@ -88,8 +88,9 @@ fn print_all(events: &[Event], args: &EventsArgs) {
     } else if events.is_empty() {
         eprintln!("no remembered events for locks matching {:?}", args.prefix);
     } else {
+        let columns = Columns::fitting(events);
         for event in events {
-            println!("{}", event_line(event));
+            println!("{}", event_line(event, &columns));
         }
     }
 }
@@ -119,7 +120,7 @@ async fn follow(mut stream: EventStream, args: &EventsArgs) -> Result<(), CliErr
         let line = if args.json {
             event_json(&event).to_string()
         } else {
-            event_line(&event)
+            event_line(&event, &Columns::MIN)
         };
         let written = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
         match written {
@@ -169,23 +170,71 @@ async fn stop_signal() {
     }
 }
 
-/// An event as one human line: local time, kind, lock, then `key=value`
-/// fields (as in the server's log, so `grep token=…` works on both).
-pub fn event_line(event: &Event) -> String {
+/// Widths of the human lines' columns: at least [`Columns::MIN`], and for
+/// a batch ([`Columns::fitting`]) as wide as its widest value, so the
+/// columns line up (a followed stream uses the minimums).
+pub struct Columns {
+    kind: usize,
+    lock: usize,
+    token: usize,
+    lease: usize,
+    owner: usize,
+}
+
+impl Columns {
+    /// The longest kind (`fenced-put-refused`), and room for typical
+    /// names, tokens, leases and owners.
+    pub const MIN: Columns = Columns {
+        kind: 18,
+        lock: 16,
+        token: 10,
+        lease: 8,
+        owner: 16,
+    };
+
+    /// Wide enough for every event of `events`.
+    pub fn fitting(events: &[Event]) -> Columns {
+        let widest = |min: usize, width: &dyn Fn(&Event) -> usize| {
+            events.iter().map(width).fold(min, usize::max)
+        };
+        let min = Columns::MIN;
+        Columns {
+            kind: widest(min.kind, &|e| e.kind.chars().count()),
+            lock: widest(min.lock, &|e| e.lock.chars().count()),
+            token: widest(min.token, &|e| format!("token={}", e.token).len()),
+            lease: widest(min.lease, &|e| format!("lease={}", e.lease).len()),
+            owner: widest(min.owner, &|e| owner_field(e).chars().count()),
+        }
+    }
+}
+
+fn owner_field(event: &Event) -> String {
     let owner = if event.owner.is_empty() {
         "-"
     } else {
         &event.owner
     };
+    format!("owner={owner}")
+}
+
+/// An event as one human line: local time, kind, lock, then `key=value`
+/// fields (as in the server's log, so `grep token=…` works on both), in
+/// `columns`.
+pub fn event_line(event: &Event, columns: &Columns) -> String {
     let mut line = format!(
-        "{}  {:<16}  {}  token={} lease={} owner={} revision={}",
+        "{}  {:<kind$}  {:<lock$}  {:<token$}  {:<lease$}  {:<owner$}  revision={}",
         leasehold_client::show::local_time(event.at_unix_ms),
         event.kind,
         event.lock,
-        event.token,
-        event.lease,
-        owner,
+        format!("token={}", event.token),
+        format!("lease={}", event.lease),
+        owner_field(event),
         event.revision,
+        kind = columns.kind,
+        lock = columns.lock,
+        token = columns.token,
+        lease = columns.lease,
+        owner = columns.owner,
     );
     if !event.key.is_empty() {
         line.push_str(&format!(
@@ -225,7 +274,7 @@ mod tests {
 
     #[test]
     fn a_line_carries_every_field_in_order() {
-        let line = event_line(&event());
+        let line = event_line(&event(), &Columns::MIN);
         let fields = [
             "force-released",
             "jobs/nightly",
@@ -246,7 +295,30 @@ mod tests {
             owner: String::new(),
             ..event()
         };
-        assert!(event_line(&unknown).contains("owner=-"));
+        assert!(event_line(&unknown, &Columns::MIN).contains("owner=-"));
+    }
+
+    #[test]
+    fn a_batch_lines_up_whatever_the_widths() {
+        let short = event();
+        let long = Event {
+            kind: "fenced-put-refused".into(),
+            lock: "billing/invoices/2026-11/with-a-long-name".into(),
+            token: 123_456_789_012,
+            owner: "a-much-longer-owner@host".into(),
+            ..event()
+        };
+        let batch = [short, long];
+        let columns = Columns::fitting(&batch);
+        let lines: Vec<String> = batch.iter().map(|e| event_line(e, &columns)).collect();
+        for field in ["token=", "lease=", "owner=", "revision="] {
+            let at: Vec<usize> = lines.iter().map(|l| l.find(field).unwrap()).collect();
+            assert_eq!(
+                at[0], at[1],
+                "{field} not aligned:\n{}\n{}",
+                lines[0], lines[1]
+            );
+        }
     }
 
     #[test]

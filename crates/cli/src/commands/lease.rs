@@ -197,6 +197,7 @@ async fn get_cmd(client: &Client, args: GetArgs) -> Result<(), CliError> {
             "remaining_ms": info.remaining_ms,
             "owner": info.owner.as_ref().map_or(serde_json::Value::Null, owner_json),
             "holds": info.holds,
+            "held": info.held.iter().map(|h| json!({"lock": h.name, "token": h.token})).collect::<Vec<_>>(),
             "waits": info.waits,
             "granted_revision": info.granted_revision,
             "granted_unix_ms": info.granted_unix_ms,
@@ -215,12 +216,28 @@ async fn get_cmd(client: &Client, args: GetArgs) -> Result<(), CliError> {
             approx(info.remaining_ms),
             if owner.is_empty() { "-" } else { &owner },
         );
+        let labels = info.owner.as_ref().map(|o| {
+            let sorted: std::collections::BTreeMap<&String, &String> = o.labels.iter().collect();
+            sorted
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+        });
+        let labels = labels.unwrap_or_default();
+        if !labels.is_empty() {
+            println!("labels: {}", labels.join(", "));
+        }
+        let held: Vec<String> = info
+            .held
+            .iter()
+            .map(|h| format!("{} (token {})", h.name, h.token))
+            .collect();
         println!(
             "holds: {}",
-            if info.holds.is_empty() {
+            if held.is_empty() {
                 "-".to_owned()
             } else {
-                info.holds.join(", ")
+                held.join(", ")
             }
         );
         println!(

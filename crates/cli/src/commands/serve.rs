@@ -7,7 +7,8 @@ use crate::error::CliError;
 use crate::exit::Exit;
 use leasehold_server::{ServeConfig, ServeError};
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::io::IsTerminal;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -155,23 +156,21 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     if let Some(offset_ms) = args.wall_clock_offset_ms {
         leasehold_server::clock::set_wall_clock_offset_ms(offset_ms);
     }
-    // If something already accepts on the address, the server's bind will
-    // fail; do not mistake that other process for this server.
-    let occupied = tokio::net::TcpStream::connect(loopback(args.listen))
-        .await
-        .is_ok();
+    // Announced only once the node can answer (what /readyz says): a node
+    // still waiting for a leader, or to be added to a cluster, says nothing
+    // on stdout yet (its log says why).
+    let (told, mut ready) = tokio::sync::watch::channel(false);
+    config.readiness = Some(std::sync::Arc::new(told));
     let (signalled_tx, signalled) = tokio::sync::oneshot::channel();
     let shutdown = async move {
         shutdown_signal().await;
         let _ = signalled_tx.send(());
     };
     let mut server = tokio::spawn(leasehold_server::serve(config, shutdown));
-    let listening = wait_until_accepting(args.listen, occupied);
-    tokio::pin!(listening);
     let outcome = tokio::select! {
         biased;
         outcome = &mut server => outcome,
-        () = &mut listening => {
+        Ok(_) = ready.wait_for(|ready| *ready) => {
             println!(
                 "leasehold node {} listening on {} (data in {})",
                 args.node_id,
@@ -260,8 +259,12 @@ fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         // openraft narrates every election and membership step at info.
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn"));
+    // Colours only for a person at a terminal (and never with NO_COLOR):
+    // escape codes in a log file or a pipe are noise.
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
@@ -286,31 +289,4 @@ async fn shutdown_signal() {
         _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: shutting down"),
         _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
     }
-}
-
-/// Resolves once a TCP connection to `listen` succeeds. Never resolves for
-/// port 0 (whose real port is unknown here) or an address that was already
-/// `occupied` by another process.
-async fn wait_until_accepting(listen: SocketAddr, occupied: bool) {
-    if listen.port() == 0 || occupied {
-        return std::future::pending().await;
-    }
-    while tokio::net::TcpStream::connect(loopback(listen))
-        .await
-        .is_err()
-    {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Where to connect to reach `listen`: an unspecified address through loopback.
-fn loopback(listen: SocketAddr) -> SocketAddr {
-    let mut target = listen;
-    if target.ip().is_unspecified() {
-        target.set_ip(match target.ip() {
-            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
-            IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
-        });
-    }
-    target
 }

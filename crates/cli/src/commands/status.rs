@@ -9,6 +9,7 @@ use super::member::{member_rows, members_json};
 use super::Global;
 use crate::error::CliError;
 use crate::output::{print_json, table};
+use leasehold_client::show::count;
 use leasehold_client::wire::{Member, StatusResponse};
 use serde_json::json;
 
@@ -71,8 +72,10 @@ pub async fn run(args: StatusArgs, global: &Global) -> Result<(), CliError> {
         s.commit_index, s.applied_index, s.last_log_index, s.snapshot_index
     );
     println!(
-        "{} leases, {} locks, version {}",
-        s.leases, s.locks, s.version
+        "{}, {}, version {}",
+        count(s.leases, "lease", "leases"),
+        count(s.locks, "lock", "locks"),
+        s.version
     );
     if !s.transport_security.is_empty() {
         println!("transport: {}", s.transport_security);

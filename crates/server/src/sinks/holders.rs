@@ -1,11 +1,13 @@
-//! Since when each current holder holds its lock, on this node's clock
-//! (from when this node applied the grant, or loaded it from a snapshot):
+//! Since when each current holder holds its lock, on this node's clock,
+//! dated back to the grant's proposal time (the wall clock, display and
+//! statistics only), so a restart, a replay or a snapshot does not restart
+//! anyone's `held for`:
 //! the hold-time histogram, the hold statistics by prefix and the `held
 //! for` of `get` and `ls` read it. Keyed by token (unique per grant) and
 //! bounded by the number of held locks: an entry leaves when its lock is
 //! freed.
 
-use crate::clock::Clock;
+use crate::clock::{wall_unix_ms, Clock};
 use leasehold_core::{State, Token};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -28,13 +30,22 @@ impl Holders {
         }
     }
 
-    /// The holder with `token` got its lock now.
-    pub fn granted(&self, token: Token) {
-        let now = self.clock.now();
+    /// The holder with `token` got its lock at wall time `acquired_unix_ms`.
+    pub fn granted(&self, token: Token, acquired_unix_ms: u64) {
+        let since = self.since(acquired_unix_ms);
         self.since
             .lock()
             .expect("holders poisoned")
-            .insert(token, now);
+            .insert(token, since);
+    }
+
+    /// The local instant of wall time `acquired_unix_ms`: now, less the
+    /// time since then (never later than now: a grant's proposer may be
+    /// a node whose clock runs ahead).
+    fn since(&self, acquired_unix_ms: u64) -> Instant {
+        let now = self.clock.now();
+        let age = Duration::from_millis(wall_unix_ms().saturating_sub(acquired_unix_ms));
+        now.checked_sub(age).unwrap_or(now)
     }
 
     /// The holder with `token` stopped holding: how long it held (`None`
@@ -55,16 +66,14 @@ impl Holders {
     }
 
     /// The state was replaced (snapshot, start-up): its holders count from
-    /// now.
+    /// their grants.
     pub fn reset(&self, state: &State) {
-        let now = self.clock.now();
-        let mut since = self.since.lock().expect("holders poisoned");
-        since.clear();
-        for lock in state.locks_with_prefix("") {
-            if let Some(holder) = &lock.holder {
-                since.insert(holder.token, now);
-            }
-        }
+        let held: HashMap<Token, Instant> = state
+            .locks_with_prefix("")
+            .filter_map(|lock| lock.holder.as_ref())
+            .map(|holder| (holder.token, self.since(holder.acquired_unix_ms)))
+            .collect();
+        *self.since.lock().expect("holders poisoned") = held;
     }
 }
 
@@ -77,7 +86,7 @@ mod tests {
     fn a_hold_lasts_from_its_grant_to_its_free() {
         let clock = Arc::new(ManualClock::starting_now());
         let holders = Holders::new(clock.clone());
-        holders.granted(Token(3));
+        holders.granted(Token(3), wall_unix_ms());
         clock.advance(Duration::from_millis(250));
         assert_eq!(holders.held_for(Token(3)), Some(Duration::from_millis(250)));
         assert_eq!(holders.freed(Token(3)), Some(Duration::from_millis(250)));

@@ -79,6 +79,13 @@ impl LogStore {
         blocking(move || meta::write_bytes(&db, key, &bytes)).await
     }
 
+    /// The committed log index found at open (`None`: nothing committed,
+    /// or the file is missing or torn): the entries up to it were applied
+    /// before this process started, and applying them again is a replay.
+    pub fn committed_index(&self) -> Option<u64> {
+        self.committed.load().ok().flatten().map(|id| id.index)
+    }
+
     /// The record of this node's cluster identity, in the same database.
     pub fn identity_store(&self) -> IdentityStore {
         IdentityStore::new(self.db.clone())
