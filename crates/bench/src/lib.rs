@@ -42,6 +42,23 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use plan::Plan;
+
+/// This run's own throwaway prefix under [`leasehold_core::BENCH_PREFIX`]
+/// (`leasehold-bench/<pid>-<unix ms>/`): a run never meets another's locks,
+/// and the server keeps its events apart from operators'.
+fn run_prefix() -> &'static str {
+    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PREFIX.get_or_init(|| {
+        let unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        format!(
+            "{}{}-{unix_ms}/",
+            leasehold_core::BENCH_PREFIX,
+            std::process::id()
+        )
+    })
+}
 use stats::{Recorder, Report};
 
 /// The warm-up before the measured window.

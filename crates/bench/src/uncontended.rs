@@ -16,7 +16,8 @@ pub(super) async fn client(w: Worker, win: Window) -> Recorder {
 }
 
 async fn cycles(w: &Worker, win: Window, rec: &mut Recorder) {
-    let name = LockName::parse(&format!("bench/u/{}", w.index)).expect("a valid lock name");
+    let name = LockName::parse(&format!("{}u/{}", super::run_prefix(), w.index))
+        .expect("a valid lock name");
     loop {
         let t0 = Instant::now();
         let guard = match w.lease.lock(&name).acquire().await {

@@ -10,9 +10,21 @@
 
 use leasehold_client::owner_process;
 use leasehold_client::show::{self, approx, human, local_time, ms_between};
-use leasehold_client::wire::{owner_json, Holder, LockInfo, OwnerInfo, Waiter};
+use leasehold_client::wire::{owner_json, Holder, LockInfo, OwnerInfo, ResponseHeader, Waiter};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+
+/// What a node removed from its cluster means for what it answers.
+pub const REMOVED_NOTE: &str = "this node was removed from the cluster: it takes no writes and \
+     its state is frozen at its removal; ask one of the cluster's members";
+
+/// Warns on stderr when the answering node was removed from its cluster
+/// (a stale read from it is frozen at its removal).
+pub fn warn_if_removed(header: Option<&ResponseHeader>) {
+    if header.is_some_and(|h| h.removed) {
+        eprintln!("warning: {REMOVED_NOTE}");
+    }
+}
 
 /// A lock as JSON. Flat fields (`token`, `lease`, `owner`, ...) are null
 /// while the lock is free; `waiters` is the queue length, `waiter_leases`

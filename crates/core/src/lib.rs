@@ -53,7 +53,7 @@ pub use ids::{LeaseId, RequestId, Revision, Token};
 pub use lease::Lease;
 pub use limits::Limit;
 pub use lock::{Holder, Lock, LockDelay, Waiter};
-pub use name::LockName;
+pub use name::{LockName, BENCH_PREFIX};
 pub use outcome::{Applied, Effect, ForcedBy, FreeCause, Outcome, Reply, WaitEndCause};
 pub use reason::{Reason, UnknownReason};
 pub use state::{FailedRelease, ForceRelease, ForceReleaseRecord, State};

@@ -73,6 +73,8 @@ pub const STREAMS_PER_CONNECTION_MAX: u32 = 1_024;
 pub const EVENTS_FOLLOW_BUFFER: usize = 4_096;
 /// Locks returned by one List call.
 pub const LIST_LOCKS_MAX: usize = 10_000;
+/// Leases returned by one `Lease.List` call.
+pub const LIST_LEASES_MAX: usize = 10_000;
 /// Longest fenced-store key, in bytes (same rules as lock names).
 pub const FENCED_KEY_BYTES_MAX: usize = 512;
 /// Largest fenced-store value, in bytes: a request must also carry the key,
@@ -183,6 +185,7 @@ limits! {
     StreamsPerConnectionMax => STREAMS_PER_CONNECTION_MAX,
     EventsFollowBuffer => EVENTS_FOLLOW_BUFFER,
     ListLocksMax => LIST_LOCKS_MAX,
+    ListLeasesMax => LIST_LEASES_MAX,
     FencedKeyBytesMax => FENCED_KEY_BYTES_MAX,
     FencedValueBytesMax => FENCED_VALUE_BYTES_MAX,
     FencedKeysMax => FENCED_KEYS_MAX,

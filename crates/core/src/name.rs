@@ -6,6 +6,12 @@ use crate::LockError;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// Where `leasehold bench` puts its locks (`leasehold-bench/<run>/...`):
+/// the server keeps their events out of the event memory operators read
+/// (followers of the stream still see them), so a benchmark does not
+/// flush the history of real locks.
+pub const BENCH_PREFIX: &str = "leasehold-bench/";
+
 /// A validated lock name: UTF-8, 1..=[`crate::limits::NAME_BYTES_MAX`] bytes, no
 /// control characters, `/`-separated hierarchy. Byte-exact: no normalisation.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -255,13 +255,17 @@ impl EventLog {
         }
     }
 
-    /// Keeps `event` and sends it to every follower.
+    /// Keeps `event` and sends it to every follower. A benchmark's events
+    /// ([`leasehold_core::BENCH_PREFIX`]) are only sent: a run makes
+    /// thousands, and would push every real lock's history out.
     pub fn record(&self, event: LockEvent) {
         let mut recent = self.recent.lock().expect("event log poisoned");
-        if recent.len() == EVENTS_REMEMBERED {
-            recent.pop_front();
+        if !event.lock.starts_with(leasehold_core::BENCH_PREFIX) {
+            if recent.len() == EVENTS_REMEMBERED {
+                recent.pop_front();
+            }
+            recent.push_back(event.clone());
         }
-        recent.push_back(event.clone());
         // Sent under the lock, so a follower that subscribes and then reads
         // the recent events sees each event exactly once (see `follow`).
         let _no_followers_is_fine = self.sender.send(event);

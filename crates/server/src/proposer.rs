@@ -40,6 +40,9 @@ pub enum ProposeError {
     /// This node leads without a quorum: nothing can commit now.
     #[error("no quorum: {0}")]
     NoQuorum(NoQuorum),
+    /// This node was removed from the cluster.
+    #[error("{}", crate::raft::membership::refusal(*.node_id))]
+    Removed { node_id: u64 },
 }
 
 struct Proposal {
@@ -114,7 +117,7 @@ async fn run(raft: Raft, quorum: Arc<QuorumMonitor>, mut receiver: mpsc::Receive
                     let _ = reply.send(Ok(outcome));
                 }
             }
-            Err(error) => fail_all(replies, classify(error)),
+            Err(error) => fail_all(replies, classify(&raft, error)),
         }
     }
 }
@@ -126,11 +129,30 @@ fn fail_all(replies: Vec<oneshot::Sender<Result<Applied, ProposeError>>>, error:
     }
 }
 
-fn classify(error: RaftError<u64, ClientWriteError<u64, openraft::BasicNode>>) -> ProposeError {
+fn classify(
+    raft: &Raft,
+    error: RaftError<u64, ClientWriteError<u64, openraft::BasicNode>>,
+) -> ProposeError {
     match error {
-        RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => forward.into(),
+        RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => {
+            not_leader(raft, forward)
+        }
         other => ProposeError::Unavailable(other.to_string()),
     }
+}
+
+/// "Not the leader", or "not a member any more" on a removed node.
+pub fn not_leader(
+    raft: &Raft,
+    forward: openraft::error::ForwardToLeader<u64, openraft::BasicNode>,
+) -> ProposeError {
+    let metrics = raft.metrics().borrow().clone();
+    if crate::raft::membership::removed(&metrics) {
+        return ProposeError::Removed {
+            node_id: metrics.id,
+        };
+    }
+    forward.into()
 }
 
 /// The one mapping of openraft's "not the leader" (writes, reads and

@@ -29,6 +29,7 @@ pub async fn run(args: GetArgs, global: &Global) -> Result<(), CliError> {
     let name = lock_name(&args.name)?;
     let client = global.client().await?;
     let reply = client.get_lock(&name, consistency(args.stale)).await?;
+    crate::lock_view::warn_if_removed(reply.header.as_ref());
     let lock = reply.lock.unwrap_or_else(|| LockInfo {
         name: args.name.clone(),
         ..Default::default()

@@ -23,6 +23,8 @@ pub enum LeaseCmd {
     Revoke(RevokeArgs),
     /// Describes a lease.
     Get(GetArgs),
+    /// Lists the live leases: owner, ttl, time left, locks held.
+    Ls(super::lease_ls::LsArgs),
 }
 
 /// `leasehold lease grant`
@@ -88,6 +90,7 @@ pub async fn run(cmd: LeaseCmd, global: &Global) -> Result<(), CliError> {
         LeaseCmd::Keepalive(args) => keepalive_once(&client, args).await,
         LeaseCmd::Revoke(args) => revoke_cmd(&client, args).await,
         LeaseCmd::Get(args) => get_cmd(&client, args).await,
+        LeaseCmd::Ls(args) => super::lease_ls::run(&client, args).await,
     }
 }
 

@@ -29,6 +29,7 @@ pub async fn run(args: LsArgs, global: &Global) -> Result<(), CliError> {
     let reply = client
         .list_locks(&args.prefix, consistency(args.stale))
         .await?;
+    crate::lock_view::warn_if_removed(reply.header.as_ref());
     if reply.truncated {
         eprintln!(
             "note: more locks match {:?} than the server returns at once; narrow the prefix",

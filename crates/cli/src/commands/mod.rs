@@ -11,6 +11,7 @@ pub mod fenced;
 pub mod force_release;
 pub mod get;
 pub mod lease;
+pub mod lease_ls;
 pub mod lock;
 pub mod ls;
 pub mod member;

@@ -42,6 +42,7 @@ pub async fn run(args: StatusArgs, global: &Global) -> Result<(), CliError> {
             "purged_index": s.purged_index,
             "state": s.state,
             "quorum": s.quorum,
+            "removed": s.removed,
             "quorum_problem": (!s.quorum_problem.is_empty()).then_some(&s.quorum_problem),
             "transport_security": s.transport_security,
             "members": members_json(&s.members, leader_view),
@@ -67,6 +68,9 @@ pub async fn run(args: StatusArgs, global: &Global) -> Result<(), CliError> {
     if !s.quorum_problem.is_empty() {
         println!("{}", s.quorum_problem);
     }
+    if s.removed {
+        println!("{}", crate::lock_view::REMOVED_NOTE);
+    }
     println!(
         "commit index {}, applied index {}, last log index {}, snapshot index {}",
         s.commit_index, s.applied_index, s.last_log_index, s.snapshot_index
@@ -89,9 +93,12 @@ pub async fn run(args: StatusArgs, global: &Global) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The node's state, flagged when it leads without its quorum.
+/// The node's state, flagged when it leads without its quorum or was
+/// removed from the cluster.
 fn state_text(s: &StatusResponse) -> String {
-    if s.state == "Leader" && !s.quorum {
+    if s.removed {
+        "REMOVED from the cluster".into()
+    } else if s.state == "Leader" && !s.quorum {
         "Leader (NO QUORUM)".into()
     } else {
         s.state.clone()

@@ -4,13 +4,16 @@
 //! wants [`Client::lease`], whose keeper renews in the background and
 //! reports the loss.
 
-use super::{ms, revision};
+use super::{ms, revision, Consistency};
 use crate::error::Error;
 use crate::wire::{LeaseInfo, OwnerInfo};
 use crate::Client;
 use leasehold_core::{LeaseId, Revision};
 use leasehold_proto::v1::lease_client::LeaseClient;
-use leasehold_proto::v1::{GetLeaseRequest, GrantRequest, KeepAliveRequest, RevokeRequest};
+use leasehold_proto::v1::{
+    GetLeaseRequest, GrantRequest, KeepAliveRequest, ListLeasesRequest, ListLeasesResponse,
+    RevokeRequest,
+};
 use std::time::Duration;
 
 /// A lease granted by [`Client::grant_lease`]. Nothing renews it: it
@@ -109,5 +112,19 @@ impl Client {
             })
             .await?;
         reply.lease.ok_or(Error::LeaseNotFound { lease })
+    }
+
+    /// Lists the live leases in id order (each as [`lease_info`](Self::lease_info)
+    /// describes one), up to the server's `LIST_LEASES_MAX` (`truncated`
+    /// says more are live).
+    pub async fn list_leases(&self, consistency: Consistency) -> Result<ListLeasesResponse, Error> {
+        let request = ListLeasesRequest {
+            limit: 0,
+            stale: consistency.stale(),
+        };
+        self.call("ListLeases", Duration::ZERO, |channel| async move {
+            LeaseClient::new(channel).list(request).await
+        })
+        .await
     }
 }

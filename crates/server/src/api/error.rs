@@ -41,6 +41,10 @@ pub enum ApiError {
          request is safe)"
     )]
     NoQuorum(NoQuorum),
+    /// This node was removed from the cluster. Reason `Unavailable`: a
+    /// client with other endpoints moves on.
+    #[error("{}", crate::raft::membership::refusal(*.node_id))]
+    Removed { node_id: u64 },
 }
 
 fn leader_text(leader: &Option<u64>, addr: &Option<String>) -> String {
@@ -63,6 +67,7 @@ impl From<ProposeError> for ApiError {
             },
             ProposeError::Unavailable(why) => ApiError::Unavailable(why),
             ProposeError::NoQuorum(why) => ApiError::NoQuorum(why),
+            ProposeError::Removed { node_id } => ApiError::Removed { node_id },
         }
     }
 }
@@ -79,7 +84,9 @@ impl ApiError {
             ApiError::Core(error) => error.reason(),
             ApiError::WaitTimeout { .. } => Reason::WaitTimeout,
             ApiError::NotLeader { .. } => Reason::NotLeader,
-            ApiError::Unavailable(_) | ApiError::NoQuorum(_) => Reason::Unavailable,
+            ApiError::Unavailable(_) | ApiError::NoQuorum(_) | ApiError::Removed { .. } => {
+                Reason::Unavailable
+            }
         }
     }
 
@@ -95,7 +102,10 @@ impl ApiError {
                 detail.leader_hint = leader.unwrap_or(0);
                 detail.leader_addr = leader_addr.clone().unwrap_or_default();
             }
-            ApiError::WaitTimeout { .. } | ApiError::Unavailable(_) | ApiError::NoQuorum(_) => {}
+            ApiError::WaitTimeout { .. }
+            | ApiError::Unavailable(_)
+            | ApiError::NoQuorum(_)
+            | ApiError::Removed { .. } => {}
         }
         (grpc_code(reason), detail)
     }

@@ -20,6 +20,7 @@ mod incidents;
 mod keep_alive;
 mod keepalive_stream;
 mod list;
+mod list_leases;
 pub mod propose;
 mod release;
 mod revoke;
@@ -35,7 +36,7 @@ pub use services::{FencedApi, LeaseApi, LockApi, WatchApi};
 
 use crate::clock::wall_unix_ms;
 use crate::identity::Identity;
-use crate::proposer::{ProposeError, Proposer};
+use crate::proposer::Proposer;
 use crate::raft::quorum::QuorumMonitor;
 use crate::raft::types::Raft;
 use crate::sinks::Sinks;
@@ -79,6 +80,7 @@ impl Node {
             revision: revision.0,
             server_time_unix_ms: wall_unix_ms() as i64,
             node_id: self.node_id,
+            removed: crate::raft::membership::removed(&self.raft.metrics().borrow()),
         })
     }
 
@@ -125,7 +127,7 @@ impl Node {
         };
         confirmed.map(|_| ()).map_err(|error| match error {
             RaftError::APIError(CheckIsLeaderError::ForwardToLeader(forward)) => {
-                ProposeError::from(forward).into()
+                crate::proposer::not_leader(&self.raft, forward).into()
             }
             RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(short)) => {
                 ApiError::NoQuorum(self.quorum.unconfirmed(short.got.len()))

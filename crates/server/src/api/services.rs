@@ -13,6 +13,7 @@ use super::grant::grant;
 use super::incidents::incidents;
 use super::keep_alive::keep_alive;
 use super::list::list;
+use super::list_leases::list_leases;
 use super::release::release;
 use super::revoke::revoke;
 use super::stream::AnswerStream;
@@ -27,8 +28,8 @@ use leasehold_proto::v1::{
     FencedPutRequest, FencedPutResponse, ForceReleaseRequest, ForceReleaseResponse,
     GetLeaseRequest, GetLeaseResponse, GetLockRequest, GetLockResponse, GrantRequest,
     GrantResponse, IncidentsRequest, IncidentsResponse, KeepAliveRequest, KeepAliveResponse,
-    ListLocksRequest, ListLocksResponse, ReleaseRequest, ReleaseResponse, RevokeRequest,
-    RevokeResponse, SessionRequest, SessionResponse,
+    ListLeasesRequest, ListLeasesResponse, ListLocksRequest, ListLocksResponse, ReleaseRequest,
+    ReleaseResponse, RevokeRequest, RevokeResponse, SessionRequest, SessionResponse,
 };
 use std::sync::Arc;
 use tonic::{Request, Response, Status, Streaming};
@@ -197,6 +198,16 @@ impl Lease for LeaseApi {
         let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         Ok(Response::new(
             get_lease(&self.node, &caller, request.into_inner()).await?,
+        ))
+    }
+
+    async fn list(
+        &self,
+        request: Request<ListLeasesRequest>,
+    ) -> Result<Response<ListLeasesResponse>, Status> {
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
+        Ok(Response::new(
+            list_leases(&self.node, &caller, request.into_inner()).await?,
         ))
     }
 }

@@ -3,10 +3,12 @@
 //! the client port: the sending side ([`network`]), the receiving side
 //! ([`transport`]), and their encoding ([`codec`]). Both sides note when
 //! each member was last heard from ([`contacts`]); with openraft's metrics
-//! that tells whether this node has its quorum ([`quorum`]).
+//! that tells whether this node has its quorum ([`quorum`]), and whether
+//! it was removed from the cluster ([`membership`]).
 
 pub mod codec;
 pub mod contacts;
+pub mod membership;
 pub mod network;
 pub mod node;
 pub mod quorum;

@@ -157,6 +157,7 @@ pub async fn status(node: &Node) -> StatusResponse {
         quorum: view.quorum.quorum(),
         quorum_problem: view.quorum.problem(),
         transport_security: node.transport_security.as_str().into(),
+        removed: crate::raft::membership::removed(&node.raft.metrics().borrow()),
     }
 }
 
