@@ -322,6 +322,32 @@ fn t95_add_by_snapshot_then_remove_the_leader() {
         held.token,
         "{run:?}"
     );
+
+    phase("the removed node knows it: status, stale reads and writes say so");
+    wait_for(
+        "the removed node to know it",
+        Duration::from_secs(10),
+        || {
+            let status = cluster.status(leader)?;
+            (status.json["removed"] == true).then_some(())
+        },
+    );
+    let stale = cluster.cli_on(leader, &["get", &held.name, "--stale", "--json"]);
+    assert!(
+        stale
+            .expect_code(0)
+            .stderr
+            .contains("removed from the cluster"),
+        "a stale read from the removed node did not say so: {stale:?}"
+    );
+    let write = cluster.cli_on(leader, &["acquire", "member/on-removed", "--ttl", "10s"]);
+    write.expect_code(5);
+    assert!(
+        write
+            .stderr
+            .contains(&format!("node {leader} was removed from the cluster")),
+        "{write:?}"
+    );
     cluster.kill9(leader);
 
     phase("every acknowledged grant survived with its token, read from the new leader");
