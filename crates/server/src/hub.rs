@@ -294,14 +294,16 @@ mod tests {
             owner: owner.into(),
         };
         let empty = State::default();
-        hub.applied(&empty, 1, 7, &[applied(2, vec![granted(2)])]);
+        // Grants are dated from their proposal's wall time: now.
+        let now_unix_ms = crate::clock::wall_unix_ms();
+        hub.applied(&empty, 1, now_unix_ms, &[applied(2, vec![granted(2)])]);
         clock.advance(Duration::from_millis(300));
         assert_eq!(
             sinks.holders.held_for(Token(2)),
             Some(Duration::from_millis(300))
         );
         hub.applied(&empty, 2, 8, &[applied(3, vec![freed(2, None)])]);
-        hub.applied(&empty, 3, 9, &[applied(4, vec![granted(4)])]);
+        hub.applied(&empty, 3, now_unix_ms, &[applied(4, vec![granted(4)])]);
         let by = ForcedBy {
             caller: "ops".into(),
             reason: "hung".into(),
