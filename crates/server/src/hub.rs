@@ -8,7 +8,9 @@ use crate::events::{About, Stamp};
 use crate::sinks::{telemetry, Freed, Refusal, Sinks};
 use crate::storage::ApplyListener;
 use crate::waiters::WaitResult;
-use leasehold_core::{Applied, Effect, FreeCause, LeaseId, LockName, State, Token, WaitEndCause};
+use leasehold_core::{
+    Applied, Effect, FreeCause, LeaseId, LockName, Reply, State, Token, WaitEndCause,
+};
 
 /// Routes effects to the sinks.
 pub struct ApplyHub {
@@ -34,8 +36,18 @@ impl ApplyHub {
                 owner,
                 held,
                 ..
-            } => telemetry::lease_renewed(*lease, *ttl_ms, owner, held, margin),
+            } => {
+                if let Some(margin) = margin {
+                    sinks
+                        .samples
+                        .renewed(telemetry::margin_ratio(margin, *ttl_ms));
+                }
+                telemetry::lease_renewed(*lease, *ttl_ms, owner, held, margin)
+            }
             Effect::LeaseEnded { lease, expired } => {
+                if *expired {
+                    sinks.samples.expired();
+                }
                 sinks.ended.lease_ended(*lease);
                 telemetry::lease_ended(*lease, *expired);
             }
@@ -84,6 +96,7 @@ impl ApplyHub {
             }
         }
         self.sinks.holders.granted(*token);
+        self.sinks.samples.granted();
         telemetry::lock_granted(name, *lease, owner, *token, *from_queue);
         let about = about(name, *lease, owner, *token);
         self.sinks.events.lock_granted(at, about, *from_queue);
@@ -189,6 +202,9 @@ impl ApplyListener for ApplyHub {
     fn applied(&self, state: &State, _index: u64, at_unix_ms: u64, applied: &[Applied]) {
         for outcome in applied {
             telemetry::outcome(outcome);
+            if matches!(outcome.outcome, Ok(Reply::Released)) {
+                self.sinks.samples.released();
+            }
             let at = Stamp {
                 revision: outcome.revision.0,
                 at_unix_ms,
