@@ -32,20 +32,20 @@ mod query;
 use crate::api::cluster::View;
 use crate::api::convert::lock_to_wire;
 use crate::api::events::event_to_wire;
+use crate::api::incidents::failed_releases;
 use crate::api::Node;
 use crate::clock::wall_unix_ms;
-use crate::api::incidents::failed_releases;
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use leasehold_core::limits;
+use leasehold_core::limits::CHART_SAMPLE_MS;
 use leasehold_proto::json::{event_json, owner_json};
 use leasehold_proto::v1 as pb;
-use serde_json::{json, Value};
-use leasehold_core::limits::CHART_SAMPLE_MS;
 use query::{pairs, EventsQuery, LocksQuery};
+use serde_json::{json, Value};
 use std::sync::Arc;
 
 /// The page (HTML and CSS; the script is [`SCRIPT`]).

@@ -83,7 +83,9 @@ impl Samples {
     pub fn renewed(&self, margin_ratio: f64) {
         self.update(|sample| {
             sample.renewals += 1;
-            let lowest = sample.margin_ratio_min.map_or(margin_ratio, |m| m.min(margin_ratio));
+            let lowest = sample
+                .margin_ratio_min
+                .map_or(margin_ratio, |m| m.min(margin_ratio));
             sample.margin_ratio_min = Some(lowest);
         });
     }
@@ -178,7 +180,13 @@ mod tests {
         assert_eq!(all.len(), 3);
         assert_eq!((all[0].grants, all[0].renewals), (2, 2));
         assert_eq!(all[0].margin_ratio_min, Some(0.2));
-        assert_eq!(all[1], Sample { interval: 1, ..Sample::default() });
+        assert_eq!(
+            all[1],
+            Sample {
+                interval: 1,
+                ..Sample::default()
+            }
+        );
         assert_eq!((all[2].interval, all[2].expiries), (2, 1));
     }
 
