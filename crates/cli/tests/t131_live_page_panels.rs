@@ -1,7 +1,7 @@
 //! The live page's panels on a real 3-node cluster, in headless Chromium.
 //!
 //! - **Health**: a lock whose owner's process has exited shows the verdict
-//!   `leasehold diagnose` gives it (`owner-gone`), with its advice; beside
+//!   `leasehold diagnose` gives it (`owner-gone`), with its advice in the tooltip; beside
 //!   its lease countdown, coloured by the fraction of the ttl left, stands
 //!   the ttl itself.
 //! - **Queue**: a waiter queued behind it is listed with its owner and the
@@ -111,7 +111,8 @@ fn lock_row_shows_health_ttl_and_queue(dom: &str, token: u64) {
     );
     assert!(
         row.contains(r#"<td class="health" data-verdict="owner-gone""#)
-            && row.contains(">owner-gone<span class=\"advice\">"),
+            && row.contains("what to do: the holder's process is gone")
+            && row.contains(">owner-gone</td>"),
         "the health column does not say owner-gone: {row}"
     );
     assert!(
@@ -124,7 +125,9 @@ fn lock_row_shows_health_ttl_and_queue(dom: &str, token: u64) {
     );
     let queue = element_with(row, "ol", r#"class="queue""#);
     assert!(
-        queue.contains("panels-waiter") && queue.contains(r#"<span class="waited">"#),
+        queue.contains("panels-waiter")
+            && queue.contains(r#"<span class="waited">"#)
+            && queue.contains(" of up to 2 m 00 s"),
         "the queue does not list the waiter and its wait: {queue}"
     );
     assert!(dom.contains(r#"id="lease-legend""#) && dom.contains("renewed on time"));

@@ -59,7 +59,7 @@ function zoneName() {
   const pad = (n) => String(n).padStart(2, "0");
   const hours = `${offset < 0 ? "-" : "+"}${pad(Math.floor(Math.abs(offset) / 60))}:${pad(Math.abs(offset) % 60)}`;
   const name = Intl.DateTimeFormat().resolvedOptions().timeZone || "local time";
-  return `${name}, UTC${hours}`;
+  return offset === 0 && name === "UTC" ? "UTC" : `${name}, UTC${hours}`;
 }
 
 // The fraction of its ttl a lease has left, as the legend names it.
@@ -97,21 +97,19 @@ async function getJson(path) {
   }
 }
 
+// The verdict in the cell; the evidence and what to do in its tooltip (the
+// advice is a sentence: in the table it would crush the names beside it).
 function healthCell(lock) {
   const health = lock.health || { verdict: "", findings: [], evidence: [], advice: "" };
   const td = cell("health", health.verdict);
   td.dataset.verdict = health.verdict;
-  td.title = health.findings.join(", ") + "\n" + health.evidence.join("\n");
-  if (health.verdict !== "healthy" && health.advice) {
-    const advice = document.createElement("span");
-    advice.className = "advice";
-    advice.textContent = health.advice;
-    td.appendChild(advice);
-  }
+  const lines = [`findings: ${health.findings.join(", ")}`, ...health.evidence];
+  if (health.advice) lines.push(`what to do: ${health.advice}`);
+  td.title = lines.join("\n");
   return td;
 }
 
-function queueCell(lock) {
+function queueCell(lock, serverNowMs) {
   const td = cell("queue", "");
   if (lock.waiters.length === 0) return td;
   const list = document.createElement("ol");
@@ -123,15 +121,16 @@ function queueCell(lock) {
     item.appendChild(document.createTextNode(`${ownerName(waiter.owner)}${where ? " (" + where + ")" : ""} waited `));
     const waited = document.createElement("span");
     waited.className = "waited";
-    moving.push({ cell: waited, baseMs: waiter.wait_ms, sign: 1, ttlMs: 0 });
+    moving.push({ cell: waited, baseMs: Math.max(0, serverNowMs - waiter.since_unix_ms), sign: 1, ttlMs: 0 });
     item.appendChild(waited);
+    item.appendChild(document.createTextNode(` of up to ${duration(waiter.wait_ms)}`));
     list.appendChild(item);
   }
   td.appendChild(list);
   return td;
 }
 
-function lockRow(lock) {
+function lockRow(lock, serverNowMs) {
   const tr = document.createElement("tr");
   tr.dataset.lock = lock.name;
   if (lock.health) tr.dataset.verdict = lock.health.verdict;
@@ -163,14 +162,14 @@ function lockRow(lock) {
   tr.appendChild(cell("renewals", holder ? String(holder.renewals) : ""));
   tr.appendChild(cell("waiters", String(lock.waiters.length)));
   tr.appendChild(cell("next", head ? ownerName(head.owner) : ""));
-  tr.appendChild(queueCell(lock));
+  tr.appendChild(queueCell(lock, serverNowMs));
   return tr;
 }
 
 function renderLocks(reply) {
   moving = [];
   receivedAt = performance.now();
-  const rows = reply.locks.map(lockRow);
+  const rows = reply.locks.map((lock) => lockRow(lock, reply.server_time_unix_ms));
   if (rows.length === 0) {
     const tr = document.createElement("tr");
     const td = cell("empty", prefix ? `no locks under ${JSON.stringify(prefix)}` : "no locks");
@@ -339,7 +338,7 @@ function chart(series, title, values, max, guide) {
   }
   const label = document.createElementNS(SVG, "text");
   label.setAttribute("x", "2"); label.setAttribute("y", "10");
-  label.textContent = `max ${max ? max : top}`;
+  label.textContent = max === 1 ? "100%" : `max ${top}`;
   svg.appendChild(label);
   const caption = document.createElement("figcaption");
   caption.textContent = title;
