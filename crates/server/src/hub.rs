@@ -40,13 +40,13 @@ impl ApplyHub {
                 if let Some(margin) = margin {
                     sinks
                         .samples
-                        .renewed(telemetry::margin_ratio(margin, *ttl_ms));
+                        .renewed(at.at_unix_ms, telemetry::margin_ratio(margin, *ttl_ms));
                 }
                 telemetry::lease_renewed(*lease, *ttl_ms, owner, held, margin)
             }
             Effect::LeaseEnded { lease, expired } => {
                 if *expired {
-                    sinks.samples.expired();
+                    sinks.samples.expired(at.at_unix_ms);
                 }
                 sinks.ended.lease_ended(*lease);
                 telemetry::lease_ended(*lease, *expired);
@@ -96,7 +96,7 @@ impl ApplyHub {
             }
         }
         self.sinks.holders.granted(*token);
-        self.sinks.samples.granted();
+        self.sinks.samples.granted(at.at_unix_ms);
         telemetry::lock_granted(name, *lease, owner, *token, *from_queue);
         let about = about(name, *lease, owner, *token);
         self.sinks.events.lock_granted(at, about, *from_queue);
@@ -203,7 +203,7 @@ impl ApplyListener for ApplyHub {
         for outcome in applied {
             telemetry::outcome(outcome);
             if matches!(outcome.outcome, Ok(Reply::Released)) {
-                self.sinks.samples.released();
+                self.sinks.samples.released(at_unix_ms);
             }
             let at = Stamp {
                 revision: outcome.revision.0,

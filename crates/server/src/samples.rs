@@ -1,15 +1,17 @@
 //! The live page's chart data: this node's own counts of grants, releases
 //! and lease expiries, and the keep-alive margin (the fraction of the ttl a
-//! lease had left when renewed), per interval of
-//! [`limits::CHART_SAMPLE_MS`], in a ring of [`limits::CHART_SAMPLES_MAX`].
+//! lease had left when renewed), per interval of [`CHART_SAMPLE_MS`], in a
+//! ring of [`CHART_SAMPLES_MAX`] (both in `leasehold_core::limits`).
 //!
 //! A sink beside [`crate::sinks::telemetry`], fed at the same points as the
-//! Prometheus counters of the same names, so the charts and `/metrics`
-//! agree. Prometheus keeps history for those who run it; this ring is for
-//! the operator who has only a browser ("did expiries just spike?"), so it
-//! is small, bounded and in memory. Intervals advance on the server's
-//! monotonic [`Clock`] as samples are recorded or read: no task, and an
-//! idle interval is a sample of zeros, not a gap.
+//! Prometheus counters of the same names. Prometheus keeps history for
+//! those who run it; this ring is for the operator who has only a browser
+//! ("did expiries just spike?"), so it is small, bounded and in memory.
+//! Intervals advance on the server's monotonic [`Clock`] as samples are
+//! recorded or read: no task, and an idle interval is a sample of zeros,
+//! not a gap. Only what happened since this node started counts: entries
+//! replayed from the log at a restart (stamped earlier) would otherwise
+//! show the whole history as one spike (the counters do count them).
 
 use crate::clock::Clock;
 use leasehold_core::limits::{CHART_SAMPLES_MAX, CHART_SAMPLE_MS};
@@ -50,38 +52,44 @@ pub struct Samples {
     clock: Arc<dyn Clock>,
     /// The start of interval 0.
     started: Instant,
+    /// Wall time at the start, Unix ms: entries stamped earlier (replayed
+    /// at a restart) are not counted.
+    since_unix_ms: u64,
     ring: Mutex<Ring>,
 }
 
 impl Samples {
-    /// An empty ring whose first interval starts now.
-    pub fn new(clock: Arc<dyn Clock>) -> Samples {
+    /// An empty ring whose first interval starts now, `now_unix_ms` on the
+    /// wall clock.
+    pub fn new(clock: Arc<dyn Clock>, now_unix_ms: u64) -> Samples {
         let started = clock.now();
         Samples {
             clock,
             started,
+            since_unix_ms: now_unix_ms,
             ring: Mutex::new(Ring::default()),
         }
     }
 
-    /// A lock was granted.
-    pub fn granted(&self) {
-        self.update(|sample| sample.grants += 1);
+    /// A lock was granted by the entry stamped `at_unix_ms`.
+    pub fn granted(&self, at_unix_ms: u64) {
+        self.update(at_unix_ms, |sample| sample.grants += 1);
     }
 
-    /// A holder released its lock.
-    pub fn released(&self) {
-        self.update(|sample| sample.releases += 1);
+    /// A holder released its lock (entry stamped `at_unix_ms`).
+    pub fn released(&self, at_unix_ms: u64) {
+        self.update(at_unix_ms, |sample| sample.releases += 1);
     }
 
-    /// A lease expired.
-    pub fn expired(&self) {
-        self.update(|sample| sample.expiries += 1);
+    /// A lease expired (entry stamped `at_unix_ms`).
+    pub fn expired(&self, at_unix_ms: u64) {
+        self.update(at_unix_ms, |sample| sample.expiries += 1);
     }
 
-    /// A keep-alive arrived with `margin_ratio` of its ttl left.
-    pub fn renewed(&self, margin_ratio: f64) {
-        self.update(|sample| {
+    /// A keep-alive (entry stamped `at_unix_ms`) arrived with
+    /// `margin_ratio` of its ttl left.
+    pub fn renewed(&self, at_unix_ms: u64, margin_ratio: f64) {
+        self.update(at_unix_ms, |sample| {
             sample.renewals += 1;
             let lowest = sample
                 .margin_ratio_min
@@ -107,7 +115,10 @@ impl Samples {
         (elapsed_ms / CHART_SAMPLE_MS, elapsed_ms % CHART_SAMPLE_MS)
     }
 
-    fn update(&self, change: impl FnOnce(&mut Sample)) {
+    fn update(&self, at_unix_ms: u64, change: impl FnOnce(&mut Sample)) {
+        if at_unix_ms < self.since_unix_ms {
+            return;
+        }
         let (now, _) = self.interval_now();
         let mut ring = self.lock();
         ring.advance_to(now);
@@ -160,21 +171,25 @@ mod tests {
     use crate::clock::ManualClock;
     use std::time::Duration;
 
+    const START_UNIX_MS: u64 = 1_000_000;
+    const AT: u64 = START_UNIX_MS + 1;
+
     fn ring() -> (Arc<ManualClock>, Samples) {
         let clock = Arc::new(ManualClock::starting_now());
-        let samples = Samples::new(clock.clone());
+        let samples = Samples::new(clock.clone(), START_UNIX_MS);
         (clock, samples)
     }
 
     #[test]
-    fn counts_land_in_the_running_interval_and_idle_intervals_are_zeros() {
+    fn counts_land_in_the_running_interval_and_idle_intervals_are_zeros_and_replays_not_at_all() {
         let (clock, samples) = ring();
-        samples.granted();
-        samples.granted();
-        samples.renewed(0.6);
-        samples.renewed(0.2);
+        samples.granted(AT);
+        samples.granted(AT);
+        samples.granted(START_UNIX_MS - 1); // replayed: before the start
+        samples.renewed(AT, 0.6);
+        samples.renewed(AT, 0.2);
         clock.advance(Duration::from_millis(2 * CHART_SAMPLE_MS + 10));
-        samples.expired();
+        samples.expired(AT);
         let (all, into_ms) = samples.recent();
         assert_eq!(into_ms, 10);
         assert_eq!(all.len(), 3);
@@ -194,7 +209,7 @@ mod tests {
     fn the_ring_is_bounded_even_after_a_long_idle_time() {
         let (clock, samples) = ring();
         for _ in 0..CHART_SAMPLES_MAX * 2 {
-            samples.released();
+            samples.released(AT);
             clock.advance(Duration::from_millis(CHART_SAMPLE_MS));
         }
         let (all, _) = samples.recent();

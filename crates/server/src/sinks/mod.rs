@@ -60,7 +60,7 @@ impl Sinks {
             waiters: Arc::new(Waiters::new(clock.clone())),
             timers: Arc::new(Timers::new(clock.clone(), failover_margin)),
             holders: Arc::new(Holders::new(clock.clone())),
-            samples: Arc::new(Samples::new(clock)),
+            samples: Arc::new(Samples::new(clock, crate::clock::wall_unix_ms())),
             events: Arc::new(EventLog::new()),
             holds: Arc::new(HoldStats::default()),
             ended: Arc::new(EndedHolds::default()),
