@@ -1,7 +1,8 @@
 //! The live page's panels on a real 3-node cluster, in headless Chromium.
 //!
 //! - **Health**: a lock whose owner's process has exited shows the verdict
-//!   `leasehold diagnose` gives it (`owner-gone`), with its advice in the tooltip; beside
+//!   `leasehold diagnose` gives it (`owner-gone`, and diagnose run beside
+//!   the page agrees), with its advice in the tooltip; beside
 //!   its lease countdown, coloured by the fraction of the ttl left, stands
 //!   the ttl itself.
 //! - **Queue**: a waiter queued behind it is listed with its owner and the
@@ -57,6 +58,20 @@ fn t131_live_page_panels_in_chromium() {
     let locks = get_json(&cluster, leader, "/api/locks?prefix=panels%2F");
     let health = &locks["locks"][0]["health"];
     assert_eq!(health["verdict"], "owner-gone", "{locks}");
+    let diagnosed = cluster
+        .cli_on(
+            leader,
+            &["diagnose", "panels/", "--interval", "1s", "--json"],
+        )
+        .json();
+    let same_lock = diagnosed
+        .as_array()
+        .and_then(|all| all.iter().find(|d| d["lock"] == "panels/held"))
+        .unwrap_or_else(|| panic!("diagnose does not list panels/held: {diagnosed}"));
+    assert_eq!(
+        same_lock["verdict"], health["verdict"],
+        "the page and `leasehold diagnose` disagree: {same_lock} vs {health}"
+    );
     let charts = get_json(&cluster, leader, "/api/charts");
     let grants: u64 = charts["samples"]
         .as_array()
