@@ -71,6 +71,12 @@ pub const STREAMS_PER_CONNECTION_MAX: u32 = 1_024;
 /// Events a `Watch.Events` follower may fall behind by before its stream is
 /// ended with an error (it can reconnect and replay the recent ones).
 pub const EVENTS_FOLLOW_BUFFER: usize = 4_096;
+/// Per-interval samples of a node's own counters that the live page's
+/// charts keep (a ring: the oldest is dropped), with the interval still
+/// running: 60 samples of [`CHART_SAMPLE_MS`] are the last 5 minutes.
+pub const CHART_SAMPLES_MAX: usize = 60;
+/// Length of one chart sample's interval, in ms.
+pub const CHART_SAMPLE_MS: u64 = 5_000;
 /// Locks returned by one List call.
 pub const LIST_LOCKS_MAX: usize = 10_000;
 /// Leases returned by one `Lease.List` call.

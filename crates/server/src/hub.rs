@@ -8,7 +8,9 @@ use crate::events::{About, Stamp};
 use crate::sinks::{telemetry, Freed, Refusal, Sinks};
 use crate::storage::ApplyListener;
 use crate::waiters::WaitResult;
-use leasehold_core::{Applied, Effect, FreeCause, LeaseId, LockName, State, Token, WaitEndCause};
+use leasehold_core::{
+    Applied, Effect, FreeCause, LeaseId, LockName, Reply, State, Token, WaitEndCause,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Routes effects to the sinks.
@@ -52,12 +54,19 @@ impl ApplyHub {
                 ..
             } => {
                 if !at.replayed {
+                    if let Some(margin) = margin {
+                        let ratio = telemetry::margin_ratio(margin, *ttl_ms);
+                        sinks.samples.renewed(ratio);
+                    }
                     telemetry::lease_renewed(*lease, *ttl_ms, owner, held, margin);
                 }
             }
             Effect::LeaseEnded { lease, expired } => {
                 sinks.ended.lease_ended(*lease);
                 if !at.replayed {
+                    if *expired {
+                        sinks.samples.expired();
+                    }
                     telemetry::lease_ended(*lease, *expired);
                 }
             }
@@ -107,6 +116,7 @@ impl ApplyHub {
         }
         self.sinks.holders.granted(*token, at.at_unix_ms);
         if !at.replayed {
+            self.sinks.samples.granted();
             telemetry::lock_granted(name, *lease, owner, *token, *from_queue);
         }
         let about = about(name, *lease, owner, *token);
@@ -222,6 +232,9 @@ impl ApplyListener for ApplyHub {
         for outcome in applied {
             if !replayed {
                 telemetry::outcome(outcome);
+                if matches!(outcome.outcome, Ok(Reply::Released)) {
+                    self.sinks.samples.released();
+                }
             }
             let at = Stamp {
                 revision: outcome.revision.0,

@@ -47,6 +47,7 @@ mod page;
 pub mod proposer;
 pub mod raft;
 mod reflection;
+pub mod samples;
 mod serve;
 pub mod sinks;
 pub mod storage;

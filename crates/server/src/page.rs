@@ -1,41 +1,50 @@
 //! The live page at `/`: an operator's view without tools. In the middle of
 //! an incident the question is "who holds it, since when, how long is left,
-//! who waits, what just happened", and the person asking may have a browser
-//! but no `leasehold` binary, no credentials for a CLI, no Grafana. So the
-//! server serves one plain HTML page and its script (compiled into the
-//! binary with `include_str!`: no build step, no external resources) that
-//! polls two JSON endpoints every second:
+//! is it healthy, who waits, what just happened", and the person asking may
+//! have a browser but no `leasehold` binary, no credentials for a CLI, no
+//! Grafana. So the server serves one plain HTML page and its script
+//! (compiled into the binary with `include_str!`: no build step, no
+//! external resources) that polls these JSON endpoints every second:
 //!
 //! - `GET /api/locks?prefix=P`: the locks under `P` from this node's applied
 //!   state (a stale read: any node answers, the reply names the node and its
-//!   revision), each as [`lock_to_wire`] describes it, at most
+//!   revision), each as [`lock_to_wire`] describes it with its `health` as
+//!   `leasehold diagnose` judges it ([`health`]), at most
 //!   [`limits::LIST_LOCKS_MAX`] with `truncated` set when more matched;
 //! - `GET /api/events?limit=N&prefix=P`: the last `N` remembered events
-//!   (default [`EVENTS_DEFAULT`], at most [`EVENTS_REMEMBERED`]), newest last;
+//!   (default [`query::EVENTS_DEFAULT`], at most
+//!   [`crate::events::EVENTS_REMEMBERED`]), newest last;
 //! - `GET /api/cluster`: this node's view of the cluster, as `Status` gives
 //!   it: its state, whether it has its quorum (and if not, why), and each
-//!   member's role, reachability and last contact.
+//!   member's role, reachability, last contact and (on the leader) lag;
+//! - `GET /api/charts`: this node's counts of grants, releases and expiries
+//!   and its keep-alive margins per interval ([`crate::samples`]).
 //!
-//! Query parameters are checked here, at the boundary: an unknown, repeated,
-//! malformed or out-of-range parameter is a 400 whose text names it and its
-//! limit. Lock names and owners are user input; the JSON carries them as
-//! strings and the page only ever puts them into the DOM as text, under a
-//! Content-Security-Policy that allows no inline script.
+//! Query parameters are checked at the boundary ([`query`]): an unknown,
+//! repeated, malformed or out-of-range parameter is a 400 whose text names
+//! it and its limit. Lock names and owners are user input; the JSON carries
+//! them as strings and the page only ever puts them into the DOM as text,
+//! under a Content-Security-Policy that allows no inline script.
+
+mod health;
+mod query;
 
 use crate::api::cluster::View;
 use crate::api::convert::lock_to_wire;
 use crate::api::events::event_to_wire;
+use crate::api::incidents::failed_releases;
 use crate::api::Node;
 use crate::clock::wall_unix_ms;
-use crate::events::EVENTS_REMEMBERED;
 use axum::extract::{RawQuery, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use leasehold_core::limits;
+use leasehold_core::limits::CHART_SAMPLE_MS;
 use leasehold_proto::json::{event_json, owner_json};
 use leasehold_proto::v1 as pb;
+use query::{pairs, EventsQuery, LocksQuery};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -48,8 +57,6 @@ const SCRIPT: &str = include_str!("page/page.js");
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
      connect-src 'self'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; \
      form-action 'self'; frame-ancestors 'none'";
-/// Events returned when `limit` is not given (what the page shows).
-pub const EVENTS_DEFAULT: usize = 50;
 
 /// The page's routes (state: the node they describe).
 pub fn router() -> Router<Arc<Node>> {
@@ -59,6 +66,7 @@ pub fn router() -> Router<Arc<Node>> {
         .route("/api/locks", get(locks))
         .route("/api/events", get(events))
         .route("/api/cluster", get(cluster))
+        .route("/api/charts", get(charts))
 }
 
 async fn index() -> Response {
@@ -79,18 +87,25 @@ async fn locks(State(node): State<Arc<Node>>, RawQuery(query): RawQuery) -> Resp
         Ok(query) => query,
         Err(bad) => return bad.into_response(),
     };
+    let now_unix_ms = wall_unix_ms();
     let (locks, truncated, revision) = node.state.read(|state| {
+        let failed = failed_releases(state);
         let mut matching = state.locks_with_prefix(&query.prefix);
         let locks: Vec<Value> = matching
             .by_ref()
             .take(limits::LIST_LOCKS_MAX)
-            .map(|lock| lock_json(&lock_to_wire(&node, state, lock)))
+            .map(|lock| {
+                let lock = lock_to_wire(&node, state, lock);
+                let mut shown = lock_json(&lock);
+                shown["health"] = health::health(&lock, &failed, now_unix_ms as i64);
+                shown
+            })
             .collect();
         (locks, matching.next().is_some(), state.revision())
     });
     let leader = node.raft.metrics().borrow().current_leader;
     json_response(&json!({
-        "server_time_unix_ms": wall_unix_ms(),
+        "server_time_unix_ms": now_unix_ms,
         "revision": revision.0,
         "node_id": node.node_id,
         "leader": leader,
@@ -122,6 +137,7 @@ async fn events(State(node): State<Arc<Node>>, RawQuery(query): RawQuery) -> Res
 
 async fn cluster(State(node): State<Arc<Node>>) -> Response {
     let view = View::read(&node, None);
+    let leading = view.leader == Some(node.node_id);
     let members: Vec<Value> = view
         .members
         .iter()
@@ -133,6 +149,9 @@ async fn cluster(State(node): State<Arc<Node>>) -> Response {
                 "role": member.role,
                 "reachable": member.reachable,
                 "last_contact_ms": member.last_contact_ms,
+                // Replication progress is known to the leader only.
+                "lag": leading.then_some(member.lag),
+                "matched_index": leading.then_some(member.matched_index),
             })
         })
         .collect();
@@ -146,6 +165,36 @@ async fn cluster(State(node): State<Arc<Node>>) -> Response {
         "quorum_problem": view.quorum.problem(),
         "transport_security": node.transport_security.as_str(),
         "members": members,
+        "last_log_index": view.last_log_index,
+        "applied_index": view.applied_index,
+    }))
+}
+
+async fn charts(State(node): State<Arc<Node>>, RawQuery(query): RawQuery) -> Response {
+    if let Err(bad) = pairs(query.as_deref(), &[]) {
+        return bad.into_response();
+    }
+    let (samples, into_ms) = node.sinks.samples.recent();
+    let samples: Vec<Value> = samples
+        .iter()
+        .map(|sample| {
+            json!({
+                "interval": sample.interval,
+                "grants": sample.grants,
+                "releases": sample.releases,
+                "expiries": sample.expiries,
+                "renewals": sample.renewals,
+                "margin_ratio_min": sample.margin_ratio_min,
+            })
+        })
+        .collect();
+    json_response(&json!({
+        "server_time_unix_ms": wall_unix_ms(),
+        "node_id": node.node_id,
+        "sample_ms": CHART_SAMPLE_MS,
+        "samples_max": limits::CHART_SAMPLES_MAX,
+        "current_elapsed_ms": into_ms,
+        "samples": samples,
     }))
 }
 
@@ -208,186 +257,9 @@ fn lock_json(lock: &pb::LockInfo) -> Value {
     })
 }
 
-/// A query parameter that is not acceptable: a 400 with this sentence.
-#[derive(Debug, PartialEq, Eq)]
-struct BadQuery(String);
-
-impl IntoResponse for BadQuery {
-    fn into_response(self) -> Response {
-        (StatusCode::BAD_REQUEST, format!("{}\n", self.0)).into_response()
-    }
-}
-
-/// `/api/locks`'s parameters.
-#[derive(Debug, PartialEq, Eq)]
-struct LocksQuery {
-    /// Only locks whose name starts with this ("" for all).
-    prefix: String,
-}
-
-impl LocksQuery {
-    fn parse(raw: Option<&str>) -> Result<LocksQuery, BadQuery> {
-        let mut query = LocksQuery {
-            prefix: String::new(),
-        };
-        for (_prefix, value) in pairs(raw, &["prefix"])? {
-            query.prefix = check_prefix(value)?;
-        }
-        Ok(query)
-    }
-}
-
-/// `/api/events`'s parameters.
-#[derive(Debug, PartialEq, Eq)]
-struct EventsQuery {
-    /// How many of the newest events.
-    limit: usize,
-    /// Only events of locks whose name starts with this.
-    prefix: String,
-}
-
-impl EventsQuery {
-    fn parse(raw: Option<&str>) -> Result<EventsQuery, BadQuery> {
-        let mut query = EventsQuery {
-            limit: EVENTS_DEFAULT,
-            prefix: String::new(),
-        };
-        for (key, value) in pairs(raw, &["limit", "prefix"])? {
-            match key.as_str() {
-                "limit" => query.limit = check_limit(&value)?,
-                _ => query.prefix = check_prefix(value)?,
-            }
-        }
-        Ok(query)
-    }
-}
-
-/// A name prefix is held to the rules of a name (it may be empty).
-fn check_prefix(prefix: String) -> Result<String, BadQuery> {
-    if prefix.len() > limits::NAME_BYTES_MAX {
-        return Err(BadQuery(format!(
-            "query parameter prefix is {} bytes; the limit NAME_BYTES_MAX is {}",
-            prefix.len(),
-            limits::NAME_BYTES_MAX
-        )));
-    }
-    if let Some(c) = prefix.chars().find(|c| c.is_control()) {
-        return Err(BadQuery(format!(
-            "query parameter prefix contains the control character U+{:04X}",
-            c as u32
-        )));
-    }
-    Ok(prefix)
-}
-
-fn check_limit(raw: &str) -> Result<usize, BadQuery> {
-    match raw.parse::<usize>() {
-        Ok(limit) if (1..=EVENTS_REMEMBERED).contains(&limit) => Ok(limit),
-        _ => Err(BadQuery(format!(
-            "query parameter limit must be a whole number from 1 to {EVENTS_REMEMBERED} \
-             (EVENTS_REMEMBERED, the events the server keeps), not {raw:?}"
-        ))),
-    }
-}
-
-/// The decoded `key=value` pairs of a query string, each key one of
-/// `known` and given at most once.
-fn pairs(raw: Option<&str>, known: &[&str]) -> Result<Vec<(String, String)>, BadQuery> {
-    let mut seen: Vec<(String, String)> = Vec::new();
-    for pair in raw.unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let key = decode(key)?;
-        if !known.contains(&key.as_str()) {
-            return Err(BadQuery(format!(
-                "unknown query parameter {key:?}; this endpoint takes {}",
-                known.join(", ")
-            )));
-        }
-        if seen.iter().any(|(k, _)| *k == key) {
-            return Err(BadQuery(format!("query parameter {key} is given twice")));
-        }
-        let value = decode(value)?;
-        seen.push((key, value));
-    }
-    Ok(seen)
-}
-
-/// `application/x-www-form-urlencoded` decoding: `+` is a space, `%XX` a
-/// byte; the result must be UTF-8.
-fn decode(raw: &str) -> Result<String, BadQuery> {
-    let bad = || {
-        BadQuery(format!(
-            "query text {raw:?} is not valid percent-encoded UTF-8"
-        ))
-    };
-    let mut bytes = Vec::with_capacity(raw.len());
-    let mut rest = raw.bytes();
-    while let Some(byte) = rest.next() {
-        match byte {
-            b'+' => bytes.push(b' '),
-            b'%' => {
-                let high = rest.next().and_then(|b| (b as char).to_digit(16));
-                let low = rest.next().and_then(|b| (b as char).to_digit(16));
-                match (high, low) {
-                    (Some(high), Some(low)) => bytes.push((high * 16 + low) as u8),
-                    _ => return Err(bad()),
-                }
-            }
-            other => bytes.push(other),
-        }
-    }
-    String::from_utf8(bytes).map_err(|_| bad())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn locks_query_decodes_the_prefix_and_defaults_to_everything() {
-        assert_eq!(LocksQuery::parse(None).unwrap().prefix, "");
-        let query = LocksQuery::parse(Some("prefix=jobs%2F%3Cx%3E+y")).unwrap();
-        assert_eq!(query.prefix, "jobs/<x> y");
-        let long = format!("prefix={}", "a".repeat(limits::NAME_BYTES_MAX + 1));
-        let BadQuery(why) = LocksQuery::parse(Some(&long)).unwrap_err();
-        assert!(
-            why.contains("prefix") && why.contains("NAME_BYTES_MAX"),
-            "{why}"
-        );
-        let BadQuery(why) = LocksQuery::parse(Some("prefix=a%0Ab")).unwrap_err();
-        assert!(why.contains("U+000A"), "{why}");
-    }
-
-    #[test]
-    fn events_limit_is_bounded_and_named_when_wrong() {
-        let default = EventsQuery::parse(Some("")).unwrap();
-        assert_eq!(default.limit, EVENTS_DEFAULT);
-        assert_eq!(EventsQuery::parse(Some("limit=1")).unwrap().limit, 1);
-        let max = format!("limit={EVENTS_REMEMBERED}");
-        assert_eq!(
-            EventsQuery::parse(Some(&max)).unwrap().limit,
-            EVENTS_REMEMBERED
-        );
-        let over = format!("limit={}", EVENTS_REMEMBERED + 1);
-        for bad in ["limit=0", "limit=-1", "limit=ten", "limit=", over.as_str()] {
-            let BadQuery(why) = EventsQuery::parse(Some(bad)).unwrap_err();
-            assert!(
-                why.contains("limit") && why.contains(&EVENTS_REMEMBERED.to_string()),
-                "{bad}: {why}"
-            );
-        }
-    }
-
-    #[test]
-    fn unknown_repeated_and_malformed_parameters_are_refused() {
-        let unknown = EventsQuery::parse(Some("limt=5")).unwrap_err();
-        assert!(unknown.0.contains("\"limt\""), "{unknown:?}");
-        let twice = EventsQuery::parse(Some("limit=5&limit=6")).unwrap_err();
-        assert!(twice.0.contains("limit is given twice"), "{twice:?}");
-        assert!(LocksQuery::parse(Some("prefix=%zz")).is_err());
-        assert!(LocksQuery::parse(Some("prefix=%FF")).is_err());
-        assert!(LocksQuery::parse(Some("prefix=%4")).is_err());
-    }
 
     #[test]
     fn the_page_loads_only_its_own_script() {

@@ -15,18 +15,7 @@ pub fn incidents(node: &Node, caller: &Caller) -> Result<pb::IncidentsResponse, 
     caller.check(node, Verb::Observe, "")?;
     Ok(node.state.read(|state| pb::IncidentsResponse {
         header: node.header(state.revision()),
-        failed_releases: state
-            .failed_releases()
-            .map(|failed| pb::FailedRelease {
-                name: failed.name.to_string(),
-                lease: failed.lease.0,
-                token: failed.token.0,
-                owner: failed.owner.clone(),
-                nearby: failed.nearby.clone(),
-                at_unix_ms: failed.at_unix_ms as i64,
-                error: failed.error.clone(),
-            })
-            .collect(),
+        failed_releases: failed_releases(state),
         force_releases: state
             .force_releases()
             .map(|record| pb::ForceReleaseRecord {
@@ -41,4 +30,21 @@ pub fn incidents(node: &Node, caller: &Caller) -> Result<pb::IncidentsResponse, 
             })
             .collect(),
     }))
+}
+
+/// The state's memory of failed releases, oldest first, as the wire shows
+/// them (also the live page's input to `diagnose`'s verdicts).
+pub fn failed_releases(state: &leasehold_core::State) -> Vec<pb::FailedRelease> {
+    state
+        .failed_releases()
+        .map(|failed| pb::FailedRelease {
+            name: failed.name.to_string(),
+            lease: failed.lease.0,
+            token: failed.token.0,
+            owner: failed.owner.clone(),
+            nearby: failed.nearby.clone(),
+            at_unix_ms: failed.at_unix_ms as i64,
+            error: failed.error.clone(),
+        })
+        .collect()
 }

@@ -16,7 +16,7 @@ mod force_release;
 mod get_lease;
 mod get_lock;
 mod grant;
-mod incidents;
+pub(crate) mod incidents;
 mod keep_alive;
 mod keepalive_stream;
 mod list;

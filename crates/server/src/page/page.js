@@ -1,7 +1,9 @@
-// Leasehold's live page: polls /api/locks, /api/events and /api/cluster
-// every second and renders them; between polls the lease countdowns (and hold times) move on
-// the browser's own monotonic clock. Lock names, owners and details are user
-// input: they reach the DOM only through textContent, never as HTML.
+// Leasehold's live page: polls /api/locks, /api/events, /api/cluster and
+// /api/charts every second and renders them; between polls the lease
+// countdowns (and hold and wait times) move on the browser's own monotonic
+// clock. Lock names, owners and details are user input: they reach the DOM
+// only through textContent and attributes, never as HTML. Each lock's
+// health is the server's verdict (diagnose's classifier), not judged here.
 "use strict";
 
 const REFRESH_MS = 1000;
@@ -9,6 +11,14 @@ const TICK_MS = 250;
 const FETCH_TIMEOUT_MS = 5000;
 const EVENTS_SHOWN = 50;
 const SKEW_SHOWN_MS = 2000;
+// SVG's namespace, read from an <svg> the HTML parser made (the page names
+// no URL at all, not even a namespace's).
+const SVG = document.getElementById("svg-namespace").namespaceURI;
+const CHART_WIDTH = 240;
+const CHART_HEIGHT = 60;
+
+// The browser's time zone, shown with every time ("Europe/Paris, UTC+01:00").
+const ZONE = zoneName();
 
 const prefix = new URLSearchParams(location.search).get("prefix") || "";
 document.getElementById("prefix").value = prefix;
@@ -20,6 +30,8 @@ let receivedAt = performance.now();
 // Date.now() of the first failed poll since the last good one, or null.
 let unreachableSince = null;
 let lastError = "";
+// The last events reply, re-rendered when the kind filter changes.
+let lastEvents = null;
 
 function cell(className, text) {
   const td = document.createElement("td");
@@ -40,6 +52,22 @@ function clock(unixMs) {
   const t = new Date(unixMs);
   const pad = (n, w) => String(n).padStart(w || 2, "0");
   return `${pad(t.getHours())}:${pad(t.getMinutes())}:${pad(t.getSeconds())}.${pad(t.getMilliseconds(), 3)}`;
+}
+
+function zoneName() {
+  const offset = -new Date().getTimezoneOffset();
+  const pad = (n) => String(n).padStart(2, "0");
+  const hours = `${offset < 0 ? "-" : "+"}${pad(Math.floor(Math.abs(offset) / 60))}:${pad(Math.abs(offset) % 60)}`;
+  const name = Intl.DateTimeFormat().resolvedOptions().timeZone || "local time";
+  return offset === 0 && name === "UTC" ? "UTC" : `${name}, UTC${hours}`;
+}
+
+// The fraction of its ttl a lease has left, as the legend names it.
+function freshness(remainingMs, ttlMs) {
+  if (!(ttlMs > 0)) return "";
+  const left = remainingMs / ttlMs;
+  if (left >= 2 / 3) return "fresh";
+  return left >= 1 / 3 ? "late" : "low";
 }
 
 function ownerName(owner) {
@@ -69,51 +97,83 @@ async function getJson(path) {
   }
 }
 
-function lockRow(lock) {
+// The verdict in the cell; the evidence and what to do in its tooltip (the
+// advice is a sentence: in the table it would crush the names beside it).
+function healthCell(lock) {
+  const health = lock.health || { verdict: "", findings: [], evidence: [], advice: "" };
+  const td = cell("health", health.verdict);
+  td.dataset.verdict = health.verdict;
+  const lines = [`findings: ${health.findings.join(", ")}`, ...health.evidence];
+  if (health.advice) lines.push(`what to do: ${health.advice}`);
+  td.title = lines.join("\n");
+  return td;
+}
+
+function queueCell(lock, serverNowMs) {
+  const td = cell("queue", "");
+  if (lock.waiters.length === 0) return td;
+  const list = document.createElement("ol");
+  list.className = "queue";
+  for (const waiter of lock.waiters) {
+    const item = document.createElement("li");
+    item.dataset.waiterLease = String(waiter.lease);
+    const where = ownerWhere(waiter.owner);
+    item.appendChild(document.createTextNode(`${ownerName(waiter.owner)}${where ? " (" + where + ")" : ""} waited `));
+    const waited = document.createElement("span");
+    waited.className = "waited";
+    moving.push({ cell: waited, baseMs: Math.max(0, serverNowMs - waiter.since_unix_ms), sign: 1, ttlMs: 0 });
+    item.appendChild(waited);
+    item.appendChild(document.createTextNode(` of up to ${duration(waiter.wait_ms)}`));
+    list.appendChild(item);
+  }
+  td.appendChild(list);
+  return td;
+}
+
+function lockRow(lock, serverNowMs) {
   const tr = document.createElement("tr");
   tr.dataset.lock = lock.name;
+  if (lock.health) tr.dataset.verdict = lock.health.verdict;
   tr.appendChild(cell("name", lock.name));
+  tr.appendChild(healthCell(lock));
   const holder = lock.holder;
   const head = lock.waiters.length ? lock.waiters[0] : null;
-  let remaining, held;
+  const remaining = cell("remaining", "");
+  const held = cell("held", "");
   if (holder) {
     tr.dataset.token = String(holder.token);
     tr.appendChild(cell("owner", ownerName(holder.owner)));
     tr.appendChild(cell("where", ownerWhere(holder.owner)));
     tr.appendChild(cell("token", String(holder.token)));
     tr.appendChild(cell("fenced", holder.fenced ? "yes" : "no"));
-    remaining = cell("remaining", "");
-    held = cell("held", "");
     moving.push({ cell: remaining, baseMs: holder.lease_remaining_ms, sign: -1, ttlMs: holder.lease_ttl_ms });
     moving.push({ cell: held, baseMs: holder.held_ms, sign: 1, ttlMs: 0 });
   } else {
     tr.className = "free";
     tr.appendChild(cell("owner", "(free)"));
-    tr.appendChild(cell("where", ""));
-    tr.appendChild(cell("token", ""));
-    tr.appendChild(cell("fenced", ""));
-    remaining = cell("remaining", "");
+    for (const name of ["where", "token", "fenced"]) tr.appendChild(cell(name, ""));
     if (lock.lock_delay_remaining_ms > 0) {
       moving.push({ cell: remaining, baseMs: lock.lock_delay_remaining_ms, sign: -1, ttlMs: 0, label: "lock delay " });
     }
-    held = cell("held", "");
   }
   tr.appendChild(remaining);
+  tr.appendChild(cell("ttl", holder ? duration(holder.lease_ttl_ms) : ""));
   tr.appendChild(held);
   tr.appendChild(cell("renewals", holder ? String(holder.renewals) : ""));
   tr.appendChild(cell("waiters", String(lock.waiters.length)));
   tr.appendChild(cell("next", head ? ownerName(head.owner) : ""));
+  tr.appendChild(queueCell(lock, serverNowMs));
   return tr;
 }
 
 function renderLocks(reply) {
   moving = [];
   receivedAt = performance.now();
-  const rows = reply.locks.map(lockRow);
+  const rows = reply.locks.map((lock) => lockRow(lock, reply.server_time_unix_ms));
   if (rows.length === 0) {
     const tr = document.createElement("tr");
     const td = cell("empty", prefix ? `no locks under ${JSON.stringify(prefix)}` : "no locks");
-    td.colSpan = 10;
+    td.colSpan = 13;
     tr.appendChild(td);
     rows.push(tr);
   }
@@ -129,7 +189,7 @@ function renderLocks(reply) {
     reply.leader ? `leader: node ${reply.leader}` : "no leader known",
     `revision ${reply.revision}`,
     `${reply.locks.length} lock${reply.locks.length === 1 ? "" : "s"}`,
-    `updated ${clock(Date.now())}`,
+    `updated ${clock(Date.now())} (${ZONE})`,
   ];
   if (Math.abs(skew) > SKEW_SHOWN_MS) {
     parts.push(`this browser's clock is ${duration(Math.abs(skew))} ${skew > 0 ? "behind" : "ahead of"} the server's`);
@@ -143,18 +203,40 @@ function contactText(member) {
   return `${(member.last_contact_ms / 1000).toFixed(1)} s ago`;
 }
 
-function memberRow(member) {
+function lagText(member) {
+  if (member.lag === null || member.lag === undefined) return "";
+  return member.lag === 0 ? "0 (caught up)" : `${member.lag} entr${member.lag === 1 ? "y" : "ies"}`;
+}
+
+function memberRow(member, leader) {
   const tr = document.createElement("tr");
   tr.dataset.member = String(member.id);
   const known = member.reachable !== null && member.reachable !== undefined;
   tr.dataset.reachable = known ? String(member.reachable) : "unknown";
   if (known && !member.reachable) tr.className = "unreachable";
-  tr.appendChild(cell("member", String(member.id)));
+  tr.appendChild(cell("member", member.id === leader ? `${member.id} (leader)` : String(member.id)));
   tr.appendChild(cell("addr", member.addr));
   tr.appendChild(cell("role", member.voter ? member.role : `${member.role} (non-voting)`));
   tr.appendChild(cell("reachable", known ? (member.reachable ? "yes" : "no") : "(no view)"));
   tr.appendChild(cell("contact", contactText(member)));
+  tr.appendChild(cell("lag", lagText(member)));
   return tr;
+}
+
+function clusterSummary(reply) {
+  const reachable = reply.members.filter((m) => m.reachable === true).length;
+  const voters = reply.members.filter((m) => m.voter).length;
+  const parts = [
+    reply.leader ? `leader: node ${reply.leader}` : "no leader known",
+    `term ${reply.term}`,
+    `${reply.members.length} member${reply.members.length === 1 ? "" : "s"} (${voters} voting)`,
+    reply.state === "Leader" ? `${reachable} reachable` : "reachability is known to the leader",
+    reply.quorum ? "quorum: yes" : "quorum: NO",
+    `log ${reply.last_log_index}, applied ${reply.applied_index}`,
+  ];
+  const summary = document.getElementById("cluster-summary");
+  summary.dataset.leader = String(reply.leader || "");
+  summary.textContent = parts.join(" · ");
 }
 
 function renderCluster(reply) {
@@ -165,7 +247,8 @@ function renderCluster(reply) {
   quorum.textContent = reply.quorum
     ? `node ${reply.node_id}: ${state}, term ${reply.term}, quorum ok`
     : `node ${reply.node_id}: ${state}, term ${reply.term}: ${reply.quorum_problem}`;
-  document.getElementById("member-rows").replaceChildren(...reply.members.map(memberRow));
+  clusterSummary(reply);
+  document.getElementById("member-rows").replaceChildren(...reply.members.map((m) => memberRow(m, reply.leader)));
   const transport = document.getElementById("transport");
   transport.dataset.security = reply.transport_security;
   transport.className = reply.transport_security === "insecure" ? "bad" : "ok";
@@ -179,7 +262,9 @@ function eventRow(event) {
   tr.className = "event";
   tr.dataset.kind = event.kind;
   tr.dataset.eventLock = event.lock;
-  tr.appendChild(cell("time", clock(event.at_unix_ms)));
+  const time = cell("time", clock(event.at_unix_ms));
+  time.title = new Date(event.at_unix_ms).toISOString();
+  tr.appendChild(time);
   tr.appendChild(cell("kind", event.kind));
   tr.appendChild(cell("lock", event.lock));
   tr.appendChild(cell("token", event.token ? String(event.token) : ""));
@@ -188,16 +273,95 @@ function eventRow(event) {
   return tr;
 }
 
+// The kind filter offers every kind seen (and the one chosen).
+function kindOptions(events) {
+  const select = document.getElementById("event-kind");
+  const kinds = new Set(events.map((e) => e.kind));
+  if (select.value) kinds.add(select.value);
+  const have = new Set(Array.from(select.options).map((o) => o.value));
+  for (const kind of Array.from(kinds).sort()) {
+    if (have.has(kind)) continue;
+    const option = document.createElement("option");
+    option.value = kind;
+    option.textContent = kind;
+    select.appendChild(option);
+  }
+  return select.value;
+}
+
 function renderEvents(reply) {
-  const rows = reply.events.slice().reverse().map(eventRow);
+  lastEvents = reply;
+  const kind = kindOptions(reply.events);
+  const shown = reply.events.filter((e) => !kind || e.kind === kind);
+  const rows = shown.slice().reverse().map(eventRow);
   if (rows.length === 0) {
     const tr = document.createElement("tr");
-    const td = cell("empty", "no events remembered yet");
+    const td = cell("empty", kind ? `no ${kind} events among the last ${reply.events.length}` : "no events remembered yet");
     td.colSpan = 6;
     tr.appendChild(td);
     rows.push(tr);
   }
   document.getElementById("event-rows").replaceChildren(...rows);
+  document.getElementById("event-time-head").textContent = `Time (${ZONE})`;
+}
+
+// One small chart: `values` (null: no data in that interval) over the
+// kept intervals, oldest left; `max` fixes the scale (else the largest).
+function chart(series, title, values, max, guide) {
+  const figure = document.createElement("figure");
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("viewBox", `0 0 ${CHART_WIDTH} ${CHART_HEIGHT}`);
+  svg.setAttribute("width", String(CHART_WIDTH));
+  svg.setAttribute("height", String(CHART_HEIGHT));
+  svg.dataset.series = series;
+  const top = max || Math.max(1, ...values.filter((v) => v !== null));
+  const step = CHART_WIDTH / Math.max(1, values.length - 1);
+  const y = (v) => (CHART_HEIGHT - 4 - (v / top) * (CHART_HEIGHT - 14)).toFixed(1);
+  const points = [];
+  values.forEach((v, i) => { if (v !== null) points.push(`${(i * step).toFixed(1)},${y(v)}`); });
+  svg.dataset.points = String(points.length);
+  if (guide !== undefined) {
+    const line = document.createElementNS(SVG, "line");
+    line.setAttribute("class", "guide");
+    line.setAttribute("x1", "0"); line.setAttribute("x2", String(CHART_WIDTH));
+    line.setAttribute("y1", y(guide)); line.setAttribute("y2", y(guide));
+    svg.appendChild(line);
+  }
+  const polyline = document.createElementNS(SVG, "polyline");
+  polyline.setAttribute("points", points.join(" "));
+  svg.appendChild(polyline);
+  if (points.length === 1) {
+    const [cx, cy] = points[0].split(",");
+    const dot = document.createElementNS(SVG, "circle");
+    dot.setAttribute("cx", cx); dot.setAttribute("cy", cy); dot.setAttribute("r", "2");
+    svg.appendChild(dot);
+  }
+  const label = document.createElementNS(SVG, "text");
+  label.setAttribute("x", "2"); label.setAttribute("y", "10");
+  label.textContent = max === 1 ? "100%" : `max ${top}`;
+  svg.appendChild(label);
+  const caption = document.createElement("figcaption");
+  caption.textContent = title;
+  figure.append(caption, svg);
+  return figure;
+}
+
+function renderCharts(reply) {
+  const s = reply.samples;
+  const per = duration(reply.sample_ms);
+  const last = (k) => (s.length ? s[s.length - 1][k] : 0);
+  const margins = s.map((x) => (x.margin_ratio_min === null ? null : x.margin_ratio_min));
+  const lowest = margins.filter((m) => m !== null);
+  const marginNow = lowest.length ? `${Math.round(Math.min(...lowest) * 100)}% lowest` : "no renewals measured";
+  document.getElementById("charts").replaceChildren(
+    chart("grants", `Grants per ${per} (now ${last("grants")})`, s.map((x) => x.grants)),
+    chart("releases", `Releases per ${per} (now ${last("releases")})`, s.map((x) => x.releases)),
+    chart("expiries", `Lease expiries per ${per} (now ${last("expiries")})`, s.map((x) => x.expiries)),
+    chart("margin", `Keep-alive margin, lowest % of ttl left (${marginNow}; red: 1/3)`, margins, 1, 1 / 3),
+  );
+  const span = duration(reply.sample_ms * s.length);
+  document.getElementById("charts-note").textContent =
+    `(node ${reply.node_id}'s own counts over the last ${span}, one point per ${per}, newest right; the margin is measured by the leader)`;
 }
 
 function tick() {
@@ -205,7 +369,10 @@ function tick() {
   for (const m of moving) {
     const ms = Math.max(0, m.baseMs + m.sign * elapsed);
     m.cell.textContent = (m.label || "") + duration(ms);
-    m.cell.classList.toggle("low", m.ttlMs > 0 && ms < m.ttlMs / 3);
+    if (m.ttlMs > 0) {
+      const fresh = freshness(ms, m.ttlMs);
+      for (const name of ["fresh", "late", "low"]) m.cell.classList.toggle(name, name === fresh);
+    }
   }
   const banner = document.getElementById("unreachable");
   banner.hidden = unreachableSince === null;
@@ -218,14 +385,16 @@ function tick() {
 async function refresh() {
   try {
     const query = prefix ? `prefix=${encodeURIComponent(prefix)}` : "";
-    const [locks, events, cluster] = await Promise.all([
+    const [locks, events, cluster, charts] = await Promise.all([
       getJson(query ? `/api/locks?${query}` : "/api/locks"),
       getJson(`/api/events?limit=${EVENTS_SHOWN}${query ? "&" + query : ""}`),
       getJson("/api/cluster"),
+      getJson("/api/charts"),
     ]);
     renderLocks(locks);
     renderEvents(events);
     renderCluster(cluster);
+    renderCharts(charts);
     unreachableSince = null;
   } catch (error) {
     if (unreachableSince === null) unreachableSince = Date.now();
@@ -235,5 +404,9 @@ async function refresh() {
   setTimeout(refresh, REFRESH_MS);
 }
 
+document.getElementById("event-kind").addEventListener("change", () => {
+  if (lastEvents) renderEvents(lastEvents);
+});
+document.getElementById("event-filter").addEventListener("submit", (e) => e.preventDefault());
 setInterval(tick, TICK_MS);
 refresh();

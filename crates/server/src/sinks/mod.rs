@@ -9,7 +9,8 @@
 //! - [`crate::events`]: the event log behind `Events` and the live page;
 //! - [`holders`]: since when each current holder holds, on this node's clock;
 //! - [`crate::hold_stats`]: finished holds by prefix, for `diagnose`;
-//! - [`crate::ended_holds`]: holds the server ended while their lease lived.
+//! - [`crate::ended_holds`]: holds the server ended while their lease lived;
+//! - [`crate::samples`]: per-interval counts for the live page's charts.
 //!
 //! [`Sinks`] bundles one handle to each; the hub and the API's `Node` share
 //! the same bundle, so each is reachable one way.
@@ -21,6 +22,7 @@ use crate::clock::Clock;
 use crate::ended_holds::EndedHolds;
 use crate::events::EventLog;
 use crate::hold_stats::HoldStats;
+use crate::samples::Samples;
 use crate::timers::Timers;
 use crate::waiters::Waiters;
 use holders::Holders;
@@ -45,6 +47,9 @@ pub struct Sinks {
     /// Holds the server ended while their lease lived, for the holder's
     /// next keep-alive reply.
     pub ended: Arc<EndedHolds>,
+    /// Grants, releases, expiries and keep-alive margins per interval, for
+    /// the live page's charts.
+    pub samples: Arc<Samples>,
 }
 
 impl Sinks {
@@ -54,7 +59,8 @@ impl Sinks {
         Sinks {
             waiters: Arc::new(Waiters::new(clock.clone())),
             timers: Arc::new(Timers::new(clock.clone(), failover_margin)),
-            holders: Arc::new(Holders::new(clock)),
+            holders: Arc::new(Holders::new(clock.clone())),
+            samples: Arc::new(Samples::new(clock)),
             events: Arc::new(EventLog::new()),
             holds: Arc::new(HoldStats::default()),
             ended: Arc::new(EndedHolds::default()),

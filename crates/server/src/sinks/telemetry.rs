@@ -43,8 +43,7 @@ pub fn lease_renewed(
 ) {
     let Some(margin) = margin else { return };
     metrics::histogram!("leasehold_keepalive_margin_seconds").record(margin.as_secs_f64());
-    let ratio = margin.as_secs_f64() / (ttl_ms.max(1) as f64 / 1000.0);
-    metrics::histogram!("leasehold_keepalive_margin_ratio").record(ratio);
+    metrics::histogram!("leasehold_keepalive_margin_ratio").record(margin_ratio(margin, ttl_ms));
     if !tracing::enabled!(tracing::Level::DEBUG) {
         return;
     }
@@ -66,6 +65,12 @@ pub fn lease_renewed(
             "lease renewed"
         );
     }
+}
+
+/// A keep-alive's margin as a fraction of the lease's ttl (1: renewed at
+/// once, 0: at the deadline).
+pub fn margin_ratio(margin: Duration, ttl_ms: u64) -> f64 {
+    margin.as_secs_f64() / (ttl_ms.max(1) as f64 / 1000.0)
 }
 
 /// A lease ended; an expiry is counted and logged.
