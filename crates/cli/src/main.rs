@@ -19,7 +19,7 @@ mod output;
 mod owner;
 mod supervise;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use commands::{
     acquire, fenced, force_release, get, lease, lock, ls, member, release, serve, status, Global,
 };
@@ -106,11 +106,13 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        // Help and version exit 0; usage errors exit 2 (Exit::Usage).
-        Err(err) => err.exit(),
-    };
+    // Help and version exit 0; usage errors exit 2 (Exit::Usage).
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
+    let json = wants_json(&matches);
+    if !matches!(cli.command, Command::Serve(_)) {
+        quiet_on_closed_stdout();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -129,8 +131,40 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
             eprintln!("error: {}", err.message);
+            if json {
+                output::print_json(&err.json());
+            }
             err.exit.into()
         }
+    }
+}
+
+/// Whether the invoked (sub)command was given `--json`: its failure is then
+/// also a JSON document on stdout. Found on the parsed arguments, so every
+/// command with a `--json` flag gets it without saying so.
+fn wants_json(matches: &clap::ArgMatches) -> bool {
+    let mut current = matches;
+    loop {
+        if let Ok(Some(true)) = current.try_get_one::<bool>("json") {
+            return true;
+        }
+        match current.subcommand() {
+            Some((_, sub)) => current = sub,
+            None => return false,
+        }
+    }
+}
+
+/// A reader that goes away (`leasehold events | head -1`, `status | true`)
+/// ends a client command quietly, as it ends `cat`: SIGPIPE's default
+/// action, which Rust's runtime replaces with "ignore" (every `println!`
+/// would then panic with EPIPE). Not for `serve`, which must outlive a
+/// closed log pipe. Sockets are unaffected: they write with MSG_NOSIGNAL.
+fn quiet_on_closed_stdout() {
+    // SAFETY: signal(2) with SIG_DFL installs no handler; called before
+    // any thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
@@ -165,7 +199,7 @@ async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
             let (tls, auth_token) = (global.tls()?, global.auth_token.clone());
             leasehold_bench::run(args, tls, auth_token)
                 .await
-                .map_err(CliError::from)
+                .map_err(error::from_bench)
         }
         Command::Auth { cmd } => auth::run_auth(cmd, global).await,
         Command::Role { cmd } => auth::run_role(cmd, global).await,
@@ -178,7 +212,6 @@ async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn the_command_line_definition_is_consistent() {

@@ -154,6 +154,12 @@ fn from_code(status: &tonic::Status) -> (Error, Retry) {
         return (Error::Unavailable { message }, Retry::No);
     }
     let message = format!("{:?}: {}", status.code(), status.message());
+    if let Some(message) = not_leasehold(status) {
+        return (
+            Error::Unavailable { message },
+            Retry::Failover { leader_addr: None },
+        );
+    }
     match status.code() {
         // Transport trouble: a refused or reset connection, an HTTP/2 error
         // (tonic reports some as Internal), a request cut short. A server
@@ -184,6 +190,25 @@ fn from_code(status: &tonic::Status) -> (Error, Retry) {
     }
 }
 
+/// A status that says the endpoint is not a Leasehold server: it does not
+/// know the service (another gRPC server; or a Leasehold server too old
+/// for the call), or it does not speak HTTP/2 at all (an HTTP/1 server).
+/// Unavailable, so a caller with other endpoints tries them.
+fn not_leasehold(status: &tonic::Status) -> Option<String> {
+    let detail = status.message();
+    let looks_foreign = match status.code() {
+        tonic::Code::Unimplemented => true,
+        tonic::Code::Internal | tonic::Code::Unknown => detail.contains("h2 protocol error"),
+        _ => false,
+    };
+    looks_foreign.then(|| {
+        format!(
+            "not a Leasehold server (it answered {:?}: {detail}); check --endpoints",
+            status.code()
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,6 +236,21 @@ mod tests {
             ..Default::default()
         }));
         assert!(matches!(retry, Retry::Failover { leader_addr: Some(a) } if a == "127.0.0.1:9"));
+    }
+
+    #[test]
+    fn a_server_that_is_not_leasehold_is_named_and_unavailable() {
+        for status in [
+            tonic::Status::unimplemented("unknown service leasehold.v1.Lock"),
+            tonic::Status::internal("h2 protocol error: http2 error"),
+        ] {
+            let (error, retry) = Error::from_status(&status);
+            assert!(
+                matches!(&error, Error::Unavailable { message } if message.starts_with("not a Leasehold server")),
+                "{error:?}"
+            );
+            assert!(matches!(retry, Retry::Failover { .. }));
+        }
     }
 
     #[test]

@@ -19,10 +19,10 @@ pub struct AcquireArgs {
     /// The lock name.
     pub name: String,
     /// Ttl of the fresh lease granted for this lock (default 10s).
-    #[arg(long, value_parser = duration::parse, conflicts_with = "lease")]
+    #[arg(long, value_parser = duration::ttl, conflicts_with = "lease")]
     pub ttl: Option<Duration>,
     /// Wait up to this long in the lock's FIFO queue (default: fail if busy).
-    #[arg(long, value_parser = duration::parse, default_value = "0")]
+    #[arg(long, value_parser = duration::wait, default_value = "0")]
     pub wait: Duration,
     /// Acquire for this existing lease instead of granting a fresh one.
     #[arg(long)]
@@ -65,7 +65,7 @@ pub async fn run(args: AcquireArgs, global: &Global) -> Result<(), CliError> {
     let options = options(&args);
     let outcome = tokio::select! {
         outcome = client.acquire(lease, &name, &options) => outcome.map_err(CliError::from),
-        _ = tokio::signal::ctrl_c() => Err(CliError::new(Exit::Other, format!("interrupted while acquiring {}", args.name))),
+        _ = tokio::signal::ctrl_c() => Err(CliError::new(Exit::Interrupted, format!("interrupted while acquiring {}; nothing is held", args.name))),
     };
     let acquired = match outcome {
         Ok(acquired) => acquired,

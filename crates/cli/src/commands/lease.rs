@@ -29,7 +29,7 @@ pub enum LeaseCmd {
 #[derive(clap::Args, Debug)]
 pub struct GrantArgs {
     /// Time to live without a keep-alive (e.g. 10s).
-    #[arg(long, value_parser = duration::parse)]
+    #[arg(long, value_parser = duration::ttl)]
     pub ttl: Duration,
     /// Owner name shown to operators (default: $USER@host).
     #[arg(long)]

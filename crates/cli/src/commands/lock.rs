@@ -30,10 +30,10 @@ pub struct LockArgs {
     /// The lock to hold while the command runs.
     pub name: String,
     /// Ttl of the lease that holds the lock; it is renewed every ttl/3.
-    #[arg(long, value_parser = duration::parse, default_value = "10s")]
+    #[arg(long, value_parser = duration::ttl, default_value = "10s")]
     pub ttl: Duration,
     /// Wait up to this long in the lock's FIFO queue (exit 3 if not had).
-    #[arg(long, value_parser = duration::parse, default_value = "30s")]
+    #[arg(long, value_parser = duration::wait, default_value = "30s")]
     pub wait: Duration,
     /// The protected resource checks fencing tokens (LEASEHOLD_TOKEN).
     #[arg(long)]

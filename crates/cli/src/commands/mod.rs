@@ -36,7 +36,7 @@ pub struct Global {
     )]
     pub endpoints: String,
     /// Bound on each call to the server (500ms, 2s, 1m, ...).
-    #[arg(long, global = true, default_value = "5s", value_parser = crate::duration::parse, value_name = "DURATION")]
+    #[arg(long, global = true, default_value = "5s", value_parser = crate::duration::positive, value_name = "DURATION")]
     pub timeout: Duration,
     /// Bearer token for servers with auth enabled (from `leasehold token
     /// create`). Not LEASEHOLD_TOKEN, which is a fencing token.
