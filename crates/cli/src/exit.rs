@@ -2,9 +2,9 @@
 //! branch on these, so they are part of the command line's contract: a code
 //! never changes meaning.
 //!
-//! A closed stdout (`leasehold events | head -1`) is not an error: client
-//! commands end quietly, killed by SIGPIPE as `cat` or `etcdctl` would be
-//! (a shell reports 141), never with a panic (see `main.rs`).
+//! A closed stdout (`leasehold events | head -1`, `status | true`) is not
+//! an error: the reader has what it wanted, and the command exits 0 at once,
+//! quietly, never with a panic (`output::write_stdout`).
 
 /// How `leasehold` ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

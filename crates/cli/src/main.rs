@@ -10,6 +10,26 @@
 //! tables), [`duration`] (duration flags), [`owner`] (`KEY=VALUE` flags).
 //! `bench` is the `leasehold-bench` crate, which drives the same library.
 
+/// `println!` for this crate: std's, except that a reader that went away
+/// (`leasehold status | head -1`) ends the command quietly instead of
+/// panicking (see [`output::write_stdout`]). Defined before the modules so
+/// that every `println!` in them is this one.
+macro_rules! println {
+    () => {
+        $crate::output::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::output::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` for this crate, as [`println!`].
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::output::write_stdout(format_args!($($arg)*))
+    };
+}
+
 mod commands;
 mod duration;
 mod error;
@@ -110,9 +130,6 @@ fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
     let json = wants_json(&matches);
-    if !matches!(cli.command, Command::Serve(_)) {
-        quiet_on_closed_stdout();
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -152,19 +169,6 @@ fn wants_json(matches: &clap::ArgMatches) -> bool {
             Some((_, sub)) => current = sub,
             None => return false,
         }
-    }
-}
-
-/// A reader that goes away (`leasehold events | head -1`, `status | true`)
-/// ends a client command quietly, as it ends `cat`: SIGPIPE's default
-/// action, which Rust's runtime replaces with "ignore" (every `println!`
-/// would then panic with EPIPE). Not for `serve`, which must outlive a
-/// closed log pipe. Sockets are unaffected: they write with MSG_NOSIGNAL.
-fn quiet_on_closed_stdout() {
-    // SAFETY: signal(2) with SIG_DFL installs no handler; called before
-    // any thread is started.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

@@ -61,6 +61,18 @@ impl Route for Via {
     }
 }
 
+/// A definite failure as the caller sees it: an endpoint that cannot serve
+/// at all (not a Leasehold server, a TLS mismatch: the only definite
+/// `Unavailable`s) is named, since the fix is to the endpoint list.
+fn definite(error: Error, url: &str) -> Error {
+    match error {
+        Error::Unavailable { message } => Error::Unavailable {
+            message: format!("{message} at {url}; check --endpoints"),
+        },
+        other => other,
+    }
+}
+
 impl Client {
     /// Runs the unary `attempt` until it succeeds, fails definitely, or the
     /// budget is spent. `extra` lengthens each attempt's bound (a blocking
@@ -135,7 +147,7 @@ impl Client {
                     biased;
                     outcome = &mut trying => match outcome {
                         Ok(reply) => return Ok(reply),
-                        Err((error, Retry::No)) => return Err(error),
+                        Err((error, Retry::No)) => return Err(definite(error, route.url())),
                         Err((error, Retry::Failover { leader_addr })) => (error, leader_addr),
                     },
                     () = tokio::time::sleep(bound) => (Error::Timeout { what, after: bound }, None),

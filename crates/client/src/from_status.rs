@@ -155,10 +155,7 @@ fn from_code(status: &tonic::Status) -> (Error, Retry) {
     }
     let message = format!("{:?}: {}", status.code(), status.message());
     if let Some(message) = not_leasehold(status) {
-        return (
-            Error::Unavailable { message },
-            Retry::Failover { leader_addr: None },
-        );
+        return (Error::Unavailable { message }, Retry::No);
     }
     match status.code() {
         // Transport trouble: a refused or reset connection, an HTTP/2 error
@@ -193,7 +190,9 @@ fn from_code(status: &tonic::Status) -> (Error, Retry) {
 /// A status that says the endpoint is not a Leasehold server: it does not
 /// know the service (another gRPC server; or a Leasehold server too old
 /// for the call), or it does not speak HTTP/2 at all (an HTTP/1 server).
-/// Unavailable, so a caller with other endpoints tries them.
+/// Unavailable, and not retried: the endpoint is wrong (the call loop
+/// names it), and a retry on its broken connection would only report
+/// "operation was canceled".
 fn not_leasehold(status: &tonic::Status) -> Option<String> {
     let detail = status.message();
     let looks_foreign = match status.code() {
@@ -203,7 +202,7 @@ fn not_leasehold(status: &tonic::Status) -> Option<String> {
     };
     looks_foreign.then(|| {
         format!(
-            "not a Leasehold server (it answered {:?}: {detail}); check --endpoints",
+            "not a Leasehold server (it answered {:?}: {detail})",
             status.code()
         )
     })
@@ -249,7 +248,7 @@ mod tests {
                 matches!(&error, Error::Unavailable { message } if message.starts_with("not a Leasehold server")),
                 "{error:?}"
             );
-            assert!(matches!(retry, Retry::Failover { .. }));
+            assert!(matches!(retry, Retry::No));
         }
     }
 
