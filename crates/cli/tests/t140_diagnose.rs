@@ -108,7 +108,24 @@ fn t140_live_renewer_orphan_gone_owner_and_wrong_key_release() {
         &server,
         &["lock", "diag/stopped", "--ttl", "9s", "--", "sleep", "120"],
     );
-    let gone = server.ok_json(&["acquire", "diag/gone", "--ttl", "60s", "--json"]);
+    // The owner `acquire` records is its invoking process (issue 15): name
+    // one that then ends, as a script that acquired and exited would.
+    let mut owner = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .expect("spawn sleep");
+    let owner_pid = owner.id().to_string();
+    let gone = server.ok_json(&[
+        "acquire",
+        "diag/gone",
+        "--ttl",
+        "60s",
+        "--owner-pid",
+        &owner_pid,
+        "--json",
+    ]);
+    owner.kill().expect("kill the owner");
+    owner.wait().expect("reap the owner");
 
     phase("a holder's command releases the wrong key: reports/nightly for prod/reports/nightly");
     let script = format!(

@@ -2,14 +2,18 @@
 //! it. Without `--lease` it grants a fresh lease first (revoked again if the
 //! acquire fails, so a failed attempt leaves nothing behind); the lock then
 //! lives as long as that lease: renew it with `leasehold lease keepalive`.
+//! That lease's owner is the invoking process (`--owner-pid` to name
+//! another), and its label `leasehold.acquired-for` names the lock, so that
+//! `release` of the lock revokes it too.
 
 use super::{lock_name, Global};
 use crate::duration;
 use crate::error::CliError;
 use crate::exit::Exit;
 use crate::output::print_json;
+use crate::owner::{invoking_owner, ACQUIRED_FOR_LABEL};
 use leasehold_client::show::human;
-use leasehold_client::{owner_info, Acquired, Client, LeaseId, LockName, LockOptions};
+use leasehold_client::{Acquired, Client, LeaseId, LockName, LockOptions};
 use serde_json::json;
 use std::time::Duration;
 
@@ -42,6 +46,10 @@ pub struct AcquireArgs {
     /// Owner name of the fresh lease (default: $USER@host).
     #[arg(long, conflicts_with = "lease")]
     pub owner: Option<String>,
+    /// The process that uses the lock, recorded as the fresh lease's owner
+    /// (default: the one that ran `leasehold acquire`, e.g. the script).
+    #[arg(long, conflicts_with = "lease", value_name = "PID")]
+    pub owner_pid: Option<u32>,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -57,7 +65,8 @@ pub async fn run(args: AcquireArgs, global: &Global) -> Result<(), CliError> {
         Some(lease) => (LeaseId(lease), None),
         None => {
             let ttl = args.ttl.unwrap_or(DEFAULT_TTL);
-            let owner = owner_info(args.owner.clone(), vec![]);
+            let label = (ACQUIRED_FOR_LABEL.to_owned(), name.as_str().to_owned());
+            let owner = invoking_owner(args.owner.clone(), vec![label], args.owner_pid)?;
             let granted = client.grant_lease(ttl, owner).await?;
             (granted.lease, Some(granted.ttl))
         }
