@@ -42,6 +42,9 @@ pub enum Exit {
     /// enabled, or a bad, revoked or expired `--auth-token`). The sentence
     /// names the principal, the verb and the prefix.
     Permission = 7,
+    /// 8: `diagnose` found a lock that is not healthy (or clock skew): the
+    /// verdicts are printed as usual; the code lets a script gate on them.
+    Unhealthy = 8,
     /// 130 (128 + SIGINT, as a shell reports a command Ctrl-C stopped):
     /// interrupted while waiting (`acquire --wait`); nothing is left held.
     Interrupted = 130,
@@ -65,6 +68,7 @@ impl Exit {
             Exit::Unavailable => "Unavailable",
             Exit::LockLost => "LockLost",
             Exit::Permission => "Permission",
+            Exit::Unhealthy => "Unhealthy",
             Exit::Interrupted => "Interrupted",
         }
     }

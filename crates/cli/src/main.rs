@@ -173,11 +173,13 @@ fn wants_json(matches: &clap::ArgMatches) -> bool {
 }
 
 /// Runs the command; `Ok` carries the exit code (0, or for `lock` the
-/// command's own).
+/// command's own, for `diagnose` 8 if anything is unhealthy).
 async fn run(cli: Cli) -> Result<u8, CliError> {
     let global = &cli.global;
-    if let Command::Lock(args) = cli.command {
-        return lock::run(args, global).await;
+    match cli.command {
+        Command::Lock(args) => return lock::run(args, global).await,
+        Command::Diagnose(args) => return diagnose::run(args, global).await,
+        _ => {}
     }
     run_plain(cli.command, global)
         .await
@@ -193,7 +195,7 @@ async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
         Command::Release(args) => release::run(args, global).await,
         Command::ForceRelease(args) => force_release::run(args, global).await,
         Command::Events(args) => events::run(args, global).await,
-        Command::Diagnose(args) => diagnose::run(args, global).await,
+        Command::Diagnose(_) => unreachable!("handled by run"),
         Command::Get(args) => get::run(args, global).await,
         Command::Ls(args) => ls::run(args, global).await,
         Command::Fenced { cmd } => fenced::run(cmd, global).await,

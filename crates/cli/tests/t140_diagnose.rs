@@ -53,8 +53,12 @@ impl Drop for Holders {
 
 /// `leasehold diagnose PREFIX --interval I --json`, as an array.
 fn diagnose(server: &Server, prefix: &str, interval: &str) -> Vec<Value> {
-    let json = server.ok_json(&["diagnose", prefix, "--interval", interval, "--json"]);
-    json.as_array().expect("an array").clone()
+    let run = server.cli(&["diagnose", prefix, "--interval", interval, "--json"]);
+    let found = run.json().as_array().expect("an array").clone();
+    // Issue 15: diagnose exits 8 when any verdict is not healthy, else 0.
+    let unhealthy = found.iter().any(|d| d["verdict"] != "healthy");
+    run.expect_code(if unhealthy { 8 } else { 0 });
+    found
 }
 
 /// The entry for `lock`.
@@ -206,7 +210,8 @@ fn t140_live_renewer_orphan_gone_owner_and_wrong_key_release() {
 
     phase("the human form says the same");
     let run = server.cli(&["diagnose", "diag/", "--interval", "1s"]);
-    run.expect_code(0);
+    // Issue 15: unhealthy locks (these) make diagnose exit 8, not 0.
+    run.expect_code(8);
     for shown in [
         "diag/gone  OWNER-GONE",
         "diag/prod/reports/nightly  WRONG-KEY-RELEASE",
