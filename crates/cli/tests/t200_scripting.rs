@@ -8,6 +8,7 @@ mod common;
 
 use common::{phase, u64_of, wait_for, Server};
 use serde_json::Value;
+use std::io::{BufRead, BufReader};
 use std::process::Command;
 use std::time::Duration;
 
@@ -131,4 +132,99 @@ fn t200_fenced_get_of_a_missing_key_is_an_answer() {
         got,
         serde_json::json!({"key": "cfg/missing", "found": false})
     );
+}
+
+/// Waits until `name` is held; its `get --json`.
+fn await_held(server: &Server, name: &str) -> Value {
+    wait_for(
+        &format!("{name} to be held"),
+        Duration::from_secs(20),
+        || {
+            let run = server.cli(&["get", name, "--json"]);
+            (run.code == 0 && run.json()["held"] == true).then(|| run.json())
+        },
+    )
+}
+
+/// Whether `name` is held now (`get` answers, or the lock is gone: exit 4).
+fn is_held(server: &Server, name: &str) -> bool {
+    let run = server.cli(&["get", name, "--json"]);
+    run.code == 0 && run.json()["held"] == true
+}
+
+#[test]
+fn t200_lock_without_a_command_holds_until_sigterm() {
+    let server = Server::start();
+
+    phase("lock NAME with hold flags prints its variables and holds the lock");
+    let mut holder = server.spawn(&[
+        "lock",
+        "l/hold",
+        "--metadata",
+        "team=ops",
+        "--max-hold",
+        "1m",
+        "--lock-delay",
+        "1s",
+    ]);
+    // Read stdout as it comes: the last variable printed means `lock`
+    // listens for SIGTERM.
+    let (lines_tx, lines) = std::sync::mpsc::channel();
+    let stdout = holder.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let mut printed = Vec::new();
+    while !printed
+        .iter()
+        .any(|l: &String| l.starts_with("LEASEHOLD_LEASE="))
+    {
+        let line = lines.recv_timeout(Duration::from_secs(20));
+        printed.push(line.expect("lock prints its variables"));
+    }
+    let held = await_held(&server, "l/hold");
+    assert_eq!(held["metadata"]["team"], "ops", "{held}");
+    assert_eq!(held["max_hold_ms"], 60_000, "{held}");
+    assert_eq!(held["lock_delay_ms"], 1_000, "{held}");
+
+    phase("SIGTERM: exit 0, the lock released, the token was printed");
+    assert_eq!(unsafe { libc::kill(holder.id() as i32, libc::SIGTERM) }, 0);
+    let run = common::finish(holder, "lock without a command", Duration::from_secs(20));
+    run.expect_code(0);
+    let token = held["token"].as_u64().expect("token");
+    assert!(
+        printed.contains(&format!("LEASEHOLD_TOKEN={token}")),
+        "{printed:?}"
+    );
+    assert!(
+        printed.contains(&"LEASEHOLD_LOCK=l/hold".to_owned()),
+        "{printed:?}"
+    );
+    assert!(!is_held(&server, "l/hold"));
+}
+
+#[test]
+fn t200_lock_checks_its_command_and_takes_a_lease() {
+    let server = Server::start();
+
+    phase("a command that cannot be run: 127, and the lock was never taken");
+    let run = server.cli(&["lock", "l/typo", "--", "no-such-command-leasehold-t200"]);
+    run.expect_code(127);
+    assert!(run.stderr.contains("not acquired"), "{run:?}");
+    let events = server.ok_json(&["events", "l/typo", "--json"]);
+    assert_eq!(events.as_array().map(Vec::len), Some(0), "{events}");
+
+    phase("--lease holds the lock under an existing lease, left alive after");
+    let lease = server.ok_json(&["lease", "grant", "--ttl", "30s", "--json"]);
+    let id = u64_of(&lease, "lease").to_string();
+    let script = "test \"$LEASEHOLD_LEASE\" = \"$1\"";
+    server
+        .cli(&[
+            "lock", "l/lease", "--lease", &id, "--", "sh", "-c", script, "sh", &id,
+        ])
+        .expect_code(0);
+    assert!(!is_held(&server, "l/lease"));
+    assert!(lease_exists(&server, u64_of(&lease, "lease")));
 }

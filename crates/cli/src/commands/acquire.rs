@@ -6,14 +6,14 @@
 //! another), and its label `leasehold.acquired-for` names the lock, so that
 //! `release` of the lock revokes it too.
 
-use super::{lock_name, Global};
+use super::{lock_name, Global, HoldFlags};
 use crate::duration;
 use crate::error::CliError;
 use crate::exit::Exit;
 use crate::output::print_json;
 use crate::owner::{invoking_owner, ACQUIRED_FOR_LABEL};
 use leasehold_client::show::human;
-use leasehold_client::{Acquired, Client, LeaseId, LockName, LockOptions};
+use leasehold_client::{Acquired, Client, LeaseId, LockName};
 use serde_json::json;
 use std::time::Duration;
 
@@ -34,15 +34,9 @@ pub struct AcquireArgs {
     /// The protected resource checks fencing tokens.
     #[arg(long)]
     pub fenced: bool,
-    /// After this holder's lease expires, keep the lock unavailable this long.
-    #[arg(long, value_parser = duration::parse)]
-    pub lock_delay: Option<Duration>,
-    /// The server releases the lock after this long.
-    #[arg(long, value_parser = duration::parse)]
-    pub max_hold: Option<Duration>,
-    /// Metadata KEY=VALUE stored with the holder (repeatable).
-    #[arg(long = "metadata", value_parser = crate::owner::parse_key_value, value_name = "KEY=VALUE")]
-    pub metadata: Vec<(String, String)>,
+    /// Lock delay, max hold and metadata.
+    #[command(flatten)]
+    pub hold: HoldFlags,
     /// Owner name of the fresh lease (default: $USER@host).
     #[arg(long, conflicts_with = "lease")]
     pub owner: Option<String>,
@@ -71,7 +65,7 @@ pub async fn run(args: AcquireArgs, global: &Global) -> Result<(), CliError> {
             (granted.lease, Some(granted.ttl))
         }
     };
-    let options = options(&args);
+    let options = args.hold.options(args.wait, args.fenced);
     let outcome = tokio::select! {
         outcome = client.acquire(lease, &name, &options) => outcome.map_err(CliError::from),
         _ = tokio::signal::ctrl_c() => Err(CliError::new(Exit::Interrupted, format!("interrupted while acquiring {}; nothing is held", args.name))),
@@ -92,21 +86,6 @@ pub async fn run(args: AcquireArgs, global: &Global) -> Result<(), CliError> {
     };
     print(&args, &name, lease, ttl, &acquired);
     Ok(())
-}
-
-/// How to acquire, from the flags.
-fn options(args: &AcquireArgs) -> LockOptions {
-    let mut options = LockOptions::default().wait(args.wait).fenced(args.fenced);
-    if let Some(delay) = args.lock_delay {
-        options = options.lock_delay(delay);
-    }
-    if let Some(max_hold) = args.max_hold {
-        options = options.max_hold(max_hold);
-    }
-    for (key, value) in &args.metadata {
-        options = options.metadata(key.clone(), value.clone());
-    }
-    options
 }
 
 fn print(

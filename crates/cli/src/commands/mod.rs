@@ -19,7 +19,7 @@ pub mod serve;
 pub mod status;
 
 use crate::error::CliError;
-use leasehold_client::{Client, ClientOptions, Consistency, LockName, TlsOptions};
+use leasehold_client::{Client, ClientOptions, Consistency, LockName, LockOptions, TlsOptions};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -128,6 +128,38 @@ impl Global {
 /// sent: an invalid one exits 2 naming the limit, as the server would.
 pub fn lock_name(raw: &str) -> Result<LockName, CliError> {
     Ok(LockName::parse(raw).map_err(leasehold_client::Error::from)?)
+}
+
+/// How a lock is held, beyond wait and fencing: the flags `acquire` and
+/// `lock` share.
+#[derive(clap::Args, Debug, Clone)]
+pub struct HoldFlags {
+    /// After this holder's lease expires, keep the lock unavailable this long.
+    #[arg(long, value_parser = crate::duration::parse)]
+    pub lock_delay: Option<Duration>,
+    /// The server releases the lock after this long.
+    #[arg(long, value_parser = crate::duration::parse)]
+    pub max_hold: Option<Duration>,
+    /// Metadata KEY=VALUE stored with the holder (repeatable).
+    #[arg(long = "metadata", value_parser = crate::owner::parse_key_value, value_name = "KEY=VALUE")]
+    pub metadata: Vec<(String, String)>,
+}
+
+impl HoldFlags {
+    /// The lock options of these flags, with `wait` and `fenced`.
+    pub fn options(&self, wait: Duration, fenced: bool) -> LockOptions {
+        let mut options = LockOptions::default().wait(wait).fenced(fenced);
+        if let Some(delay) = self.lock_delay {
+            options = options.lock_delay(delay);
+        }
+        if let Some(max_hold) = self.max_hold {
+            options = options.max_hold(max_hold);
+        }
+        for (key, value) in &self.metadata {
+            options = options.metadata(key.clone(), value.clone());
+        }
+        options
+    }
 }
 
 /// The consistency a `--stale` flag asks for.
