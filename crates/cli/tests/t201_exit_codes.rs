@@ -239,3 +239,24 @@ fn t201_json_errors_and_durations() {
         "a refused acquire left a lock: {listed}"
     );
 }
+
+#[test]
+fn t201_a_hung_endpoint_does_not_stop_failover() {
+    let server = Server::start();
+    // Bound and listening, never accepted or answered: the kernel completes
+    // the TCP handshake, and then nothing (a hung process).
+    let silent = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let silent_url = format!("http://{}", silent.local_addr().expect("addr"));
+    let endpoints = format!("{silent_url},{}", server.endpoint());
+
+    phase("--endpoints silent,live: the call reaches live after the connect timeout");
+    let started = std::time::Instant::now();
+    let args = ["acquire", "hung/a", "--ttl", "30s", "--json"];
+    let run = Run::of(command_to(&endpoints, &args), &args);
+    eprintln!("acquire past a hung endpoint took {:?}", started.elapsed());
+    run.expect_code(0);
+    assert_eq!(run.json()["lock"], "hung/a", "{run:?}");
+    let args = ["status", "--json"];
+    Run::of(command_to(&endpoints, &args), &args).expect_code(0);
+    drop(silent);
+}

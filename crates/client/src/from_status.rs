@@ -187,6 +187,9 @@ fn from_code(status: &tonic::Status) -> (Error, Retry) {
     }
 }
 
+/// tonic's message when the peer's bytes are not HTTP/2 frames.
+const NOT_HTTP2: &str = "h2 protocol error: http2 error";
+
 /// A status that says the endpoint is not a Leasehold server: it does not
 /// know the service (another gRPC server; or a Leasehold server too old
 /// for the call), or it does not speak HTTP/2 at all (an HTTP/1 server).
@@ -197,7 +200,11 @@ fn not_leasehold(status: &tonic::Status) -> Option<String> {
     let detail = status.message();
     let looks_foreign = match status.code() {
         tonic::Code::Unimplemented => true,
-        tonic::Code::Internal | tonic::Code::Unknown => detail.contains("h2 protocol error"),
+        // What hyper reports when the reply is not HTTP/2 at all. Not
+        // other h2 errors: a Leasehold server killed mid-call gives
+        // `Unknown: h2 protocol error: error reading a body from
+        // connection`, which is transient.
+        tonic::Code::Internal => detail == NOT_HTTP2,
         _ => false,
     };
     looks_foreign.then(|| {
@@ -250,6 +257,14 @@ mod tests {
             );
             assert!(matches!(retry, Retry::No));
         }
+    }
+
+    #[test]
+    fn a_server_killed_mid_call_is_transient_not_foreign() {
+        let status =
+            tonic::Status::unknown("h2 protocol error: error reading a body from connection");
+        let (_, retry) = Error::from_status(&status);
+        assert!(matches!(retry, Retry::Failover { .. }));
     }
 
     #[test]

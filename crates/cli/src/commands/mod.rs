@@ -38,6 +38,12 @@ pub struct Global {
     /// Bound on each call to the server (500ms, 2s, 1m, ...).
     #[arg(long, global = true, default_value = "5s", value_parser = crate::duration::positive, value_name = "DURATION")]
     pub timeout: Duration,
+    /// Bound on connecting to an endpoint, and on its silence: a connection
+    /// whose server answers no HTTP/2 ping for this long counts as dead, so
+    /// a hung endpoint (accepts, never answers) fails over to the next
+    /// within about twice this.
+    #[arg(long, global = true, default_value = "1s", value_parser = crate::duration::positive, value_name = "DURATION")]
+    pub connect_timeout: Duration,
     /// Bearer token for servers with auth enabled (from `leasehold token
     /// create`). Not LEASEHOLD_TOKEN, which is a fencing token.
     #[arg(
@@ -87,7 +93,8 @@ impl Global {
     pub async fn client(&self) -> Result<Client, CliError> {
         let options = ClientOptions {
             call_timeout: self.timeout,
-            connect_timeout: self.timeout,
+            connect_timeout: self.connect_timeout,
+            keep_alive_interval: Some(self.connect_timeout),
             retry_budget: self.timeout,
             retries_max: Some(1),
             auth_token: self.auth_token.clone(),
