@@ -15,6 +15,7 @@
 use crate::endpoints::Channel;
 use crate::endpoints::{Endpoints, InUse, Moved};
 use crate::error::{Error, Retry};
+use crate::from_status::NOT_LEASEHOLD;
 use crate::session::{SessionOp, SessionSlot, Via};
 use crate::Client;
 use std::future::Future;
@@ -61,14 +62,17 @@ impl Route for Via {
     }
 }
 
-/// A definite failure as the caller sees it: an endpoint that cannot serve
-/// at all (not a Leasehold server, a TLS mismatch: the only definite
-/// `Unavailable`s) is named, since the fix is to the endpoint list.
+/// A definite failure as the caller sees it: an endpoint that is not a
+/// Leasehold server is named ("not a Leasehold server at URL (…)"), since
+/// the fix is to the endpoint list.
 fn definite(error: Error, url: &str) -> Error {
     match error {
-        Error::Unavailable { message } => Error::Unavailable {
-            message: format!("{message} at {url}; check --endpoints"),
-        },
+        Error::Unavailable { message } if message.starts_with(NOT_LEASEHOLD) => {
+            let why = &message[NOT_LEASEHOLD.len()..];
+            Error::Unavailable {
+                message: format!("{NOT_LEASEHOLD} at {url}{why}; check --endpoints"),
+            }
+        }
         other => other,
     }
 }

@@ -187,6 +187,10 @@ fn from_code(status: &tonic::Status) -> (Error, Retry) {
     }
 }
 
+/// How the sentence for an endpoint that is not a Leasehold server starts;
+/// the call loop, which knows the endpoint, adds "at URL" after it.
+pub(crate) const NOT_LEASEHOLD: &str = "not a Leasehold server";
+
 /// tonic's message when the peer's bytes are not HTTP/2 frames.
 const NOT_HTTP2: &str = "h2 protocol error: http2 error";
 
@@ -209,7 +213,7 @@ fn not_leasehold(status: &tonic::Status) -> Option<String> {
     };
     looks_foreign.then(|| {
         format!(
-            "not a Leasehold server (it answered {:?}: {detail})",
+            "{NOT_LEASEHOLD} (it answered {:?}: {detail})",
             status.code()
         )
     })
