@@ -66,6 +66,20 @@ const WARMUP: Duration = Duration::from_secs(1);
 /// Pause after a transport-level failure, so a dead server is not hammered.
 const ERROR_BACKOFF: Duration = Duration::from_millis(10);
 
+/// Flags that make no benchmark (`--clients 0`, ...): the caller's usage
+/// error (the `leasehold` command exits 2). The service's own errors stay
+/// [`leasehold_client::Error`]s in the returned chain, for its exit table.
+#[derive(Debug)]
+pub struct BadFlags(pub String);
+
+impl std::fmt::Display for BadFlags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadFlags {}
+
 /// Runs the benchmark and prints its report; the clients use `tls` for
 /// `https://` endpoints and send `auth_token` (the CLI's global flags).
 pub async fn run(
@@ -76,10 +90,11 @@ pub async fn run(
     if args.target == Target::Etcd {
         return etcd::run(&args).await;
     }
+    let plan = Plan::new(&args).map_err(|e| BadFlags(format!("{e:#}")))?;
     let plan = Plan {
         tls,
         auth_token,
-        ..Plan::new(&args)?
+        ..plan
     };
     let clients = setup::connect(&plan).await?;
     let leases = setup::grant_leases(&clients, plan.clients).await?;

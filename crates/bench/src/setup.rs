@@ -66,10 +66,9 @@ pub(super) async fn grant_leases(clients: &[Client], count: u32) -> anyhow::Resu
                 .owner(format!("leasehold-bench/{i}"));
             async move {
                 lease.grant().await.map_err(|e| {
-                    anyhow::anyhow!(
-                        "granting the lease of client {i} failed: {e} ({})",
-                        reason(&e)
-                    )
+                    let context =
+                        format!("granting the lease of client {i} failed ({})", reason(&e));
+                    anyhow::Error::new(e).context(context)
                 })
             }
         })

@@ -15,6 +15,10 @@ pub struct CliError {
     pub exit: Exit,
     /// One sentence naming the cause, printed to stderr.
     pub message: String,
+    /// The cause as a word for scripts (`--json` errors' `reason`): the
+    /// server's reason (`Busy`, `NotHolder`, ...), the client's own
+    /// (`Timeout`, `AlreadyHeld`, `LockLost`), else the exit code's name.
+    pub reason: String,
 }
 
 impl CliError {
@@ -23,6 +27,7 @@ impl CliError {
         CliError {
             exit,
             message: message.into(),
+            reason: exit.name().to_owned(),
         }
     }
 
@@ -68,7 +73,48 @@ fn exit_for_reason(reason: Reason) -> Exit {
 
 impl From<Error> for CliError {
     fn from(error: Error) -> CliError {
-        CliError::new(exit_for(&error), error.to_string())
+        let reason = match (&error, error.reason()) {
+            (_, Some(reason)) => reason.as_str().to_owned(),
+            (Error::Server { reason, .. }, None) => reason.clone(),
+            (Error::AlreadyHeld { .. }, None) => "AlreadyHeld".to_owned(),
+            (Error::Timeout { .. }, None) => "Timeout".to_owned(),
+            (Error::Lost(_), None) => "LockLost".to_owned(),
+            (_, None) => exit_for(&error).name().to_owned(),
+        };
+        CliError {
+            reason,
+            ..CliError::new(exit_for(&error), error.to_string())
+        }
+    }
+}
+
+impl CliError {
+    /// The `--json` form of the error, printed on stdout beside the
+    /// sentence on stderr, so a script reading stdout sees why.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "error": {
+                "reason": self.reason,
+                "message": self.message,
+                "exit": self.exit.code(),
+            }
+        })
+    }
+}
+
+/// A failed `bench`: its flags (exit 2), the service's errors (the table),
+/// anything else 1.
+pub fn from_bench(err: anyhow::Error) -> CliError {
+    let message = format!("{err:#}");
+    if err.downcast_ref::<leasehold_bench::BadFlags>().is_some() {
+        return CliError::usage(message);
+    }
+    match err.chain().find_map(|e| e.downcast_ref::<Error>()) {
+        Some(error) => CliError {
+            message,
+            ..CliError::from(error.clone())
+        },
+        None => CliError::new(Exit::Other, message),
     }
 }
 

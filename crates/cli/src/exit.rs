@@ -1,6 +1,10 @@
 //! Every exit code of `leasehold`, in one place (docs/DESIGN.md §4). Scripts
 //! branch on these, so they are part of the command line's contract: a code
 //! never changes meaning.
+//!
+//! A closed stdout (`leasehold events | head -1`, `status | true`) is not
+//! an error: the reader has what it wanted, and the command exits 0 at once,
+//! quietly, never with a panic (`output::write_stdout`).
 
 /// How `leasehold` ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,12 +42,35 @@ pub enum Exit {
     /// enabled, or a bad, revoked or expired `--auth-token`). The sentence
     /// names the principal, the verb and the prefix.
     Permission = 7,
+    /// 8: `diagnose` found a lock that is not healthy (or clock skew): the
+    /// verdicts are printed as usual; the code lets a script gate on them.
+    Unhealthy = 8,
+    /// 130 (128 + SIGINT, as a shell reports a command Ctrl-C stopped):
+    /// interrupted while waiting (`acquire --wait`); nothing is left held.
+    Interrupted = 130,
 }
 
 impl Exit {
     /// The process exit code.
     pub fn code(self) -> u8 {
         self as u8
+    }
+
+    /// The code's name, the `reason` of a `--json` error that did not come
+    /// from the server (a usage error found locally, an interruption).
+    pub fn name(self) -> &'static str {
+        match self {
+            Exit::Ok => "Ok",
+            Exit::Other => "Other",
+            Exit::Usage => "Usage",
+            Exit::Busy => "Busy",
+            Exit::Ownership => "Ownership",
+            Exit::Unavailable => "Unavailable",
+            Exit::LockLost => "LockLost",
+            Exit::Permission => "Permission",
+            Exit::Unhealthy => "Unhealthy",
+            Exit::Interrupted => "Interrupted",
+        }
     }
 }
 

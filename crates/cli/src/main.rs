@@ -10,6 +10,26 @@
 //! tables), [`duration`] (duration flags), [`owner`] (`KEY=VALUE` flags).
 //! `bench` is the `leasehold-bench` crate, which drives the same library.
 
+/// `println!` for this crate: std's, except that a reader that went away
+/// (`leasehold status | head -1`) ends the command quietly instead of
+/// panicking (see [`output::write_stdout`]). Defined before the modules so
+/// that every `println!` in them is this one.
+macro_rules! println {
+    () => {
+        $crate::output::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::output::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` for this crate, as [`println!`].
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::output::write_stdout(format_args!($($arg)*))
+    };
+}
+
 mod commands;
 mod duration;
 mod error;
@@ -19,7 +39,7 @@ mod output;
 mod owner;
 mod supervise;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use commands::{
     acquire, fenced, force_release, get, lease, lock, ls, member, release, serve, status, Global,
 };
@@ -106,11 +126,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        // Help and version exit 0; usage errors exit 2 (Exit::Usage).
-        Err(err) => err.exit(),
-    };
+    // Help and version exit 0; usage errors exit 2 (Exit::Usage).
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
+    let json = wants_json(&matches);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -129,17 +148,38 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
             eprintln!("error: {}", err.message);
+            if json {
+                output::print_json(&err.json());
+            }
             err.exit.into()
         }
     }
 }
 
+/// Whether the invoked (sub)command was given `--json`: its failure is then
+/// also a JSON document on stdout. Found on the parsed arguments, so every
+/// command with a `--json` flag gets it without saying so.
+fn wants_json(matches: &clap::ArgMatches) -> bool {
+    let mut current = matches;
+    loop {
+        if let Ok(Some(true)) = current.try_get_one::<bool>("json") {
+            return true;
+        }
+        match current.subcommand() {
+            Some((_, sub)) => current = sub,
+            None => return false,
+        }
+    }
+}
+
 /// Runs the command; `Ok` carries the exit code (0, or for `lock` the
-/// command's own).
+/// command's own, for `diagnose` 8 if anything is unhealthy).
 async fn run(cli: Cli) -> Result<u8, CliError> {
     let global = &cli.global;
-    if let Command::Lock(args) = cli.command {
-        return lock::run(args, global).await;
+    match cli.command {
+        Command::Lock(args) => return lock::run(args, global).await,
+        Command::Diagnose(args) => return diagnose::run(args, global).await,
+        _ => {}
     }
     run_plain(cli.command, global)
         .await
@@ -155,7 +195,7 @@ async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
         Command::Release(args) => release::run(args, global).await,
         Command::ForceRelease(args) => force_release::run(args, global).await,
         Command::Events(args) => events::run(args, global).await,
-        Command::Diagnose(args) => diagnose::run(args, global).await,
+        Command::Diagnose(_) => unreachable!("handled by run"),
         Command::Get(args) => get::run(args, global).await,
         Command::Ls(args) => ls::run(args, global).await,
         Command::Fenced { cmd } => fenced::run(cmd, global).await,
@@ -165,7 +205,7 @@ async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
             let (tls, auth_token) = (global.tls()?, global.auth_token.clone());
             leasehold_bench::run(args, tls, auth_token)
                 .await
-                .map_err(CliError::from)
+                .map_err(error::from_bench)
         }
         Command::Auth { cmd } => auth::run_auth(cmd, global).await,
         Command::Role { cmd } => auth::run_role(cmd, global).await,
@@ -178,7 +218,6 @@ async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn the_command_line_definition_is_consistent() {

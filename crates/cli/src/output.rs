@@ -3,7 +3,26 @@
 //! *what* to print; a lock's shape is in `lock_view.rs`, and the wording of
 //! durations, times and owners is the client library's (`show`).
 
+use crate::exit::Exit;
 use serde_json::Value;
+use std::io::Write;
+
+/// Writes to stdout (the crate's `print!` and `println!`). A reader that
+/// went away (EPIPE: `leasehold events | head -1`, `status | true`) has all
+/// it wanted: the command exits 0 at once, quietly, as `events --follow`
+/// does; Rust ignores SIGPIPE, so std's `println!` would panic instead.
+/// Sockets keep SIGPIPE ignored: hyper's vectored writes cannot ask for
+/// MSG_NOSIGNAL.
+pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+    let written = std::io::stdout().lock().write_fmt(args);
+    match written {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+            std::process::exit(i32::from(Exit::Ok.code()))
+        }
+        Err(error) => panic!("failed printing to stdout: {error}"),
+    }
+}
 
 /// Prints one JSON document on stdout.
 pub fn print_json(value: &Value) {

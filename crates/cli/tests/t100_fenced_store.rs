@@ -101,11 +101,15 @@ fn t100_fenced_store() {
     assert_refused(&stale, &[old, new]);
     assert!(stale.stderr.contains("stale token"), "{:?}", stale.stderr);
 
-    phase("a lock nobody holds is NoSuchLock; a missing key is exit 4");
+    // Issue 15 changed a missing key from exit 4 to exit 0 (an answer).
+    phase("a lock nobody holds is NoSuchLock; a missing key is exit 0, said so");
     put(&server, "cfg/leader", "x", "svc/nobody", token2).expect_code(4);
     let missing = server.cli(&["fenced", "get", "cfg/never"]);
-    missing.expect_code(4);
+    missing.expect_code(0);
     assert!(missing.stderr.contains("no such key"), "{missing:?}");
+    let missing = server.ok_json(&["fenced", "get", "cfg/never", "--json"]);
+    assert_eq!(missing["found"], false, "{missing}");
+    assert_eq!(missing["key"], "cfg/never", "{missing}");
 
     phase("bad keys and oversize values exit 2 naming the limit");
     let long_key = "k".repeat(513);

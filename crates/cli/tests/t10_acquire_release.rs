@@ -21,7 +21,8 @@ fn t10_acquire_release() {
     eprintln!("phase: a second lease is refused with exit 3 (busy)");
     let busy = server.cli(&["acquire", "jobs/a", "--ttl", "30s", "--json"]);
     busy.expect_code(3);
-    assert!(busy.stdout.is_empty(), "an error printed data: {busy:?}");
+    // Issue 15: a --json failure prints its error as JSON on stdout too.
+    assert_eq!(busy.json()["error"]["reason"], "Busy", "{busy:?}");
     assert!(busy.stderr.contains("busy"), "{busy:?}");
 
     eprintln!("phase: get shows the holder");

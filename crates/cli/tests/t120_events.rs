@@ -222,7 +222,8 @@ fn t120_events_follow_and_recent() {
     let run = server.cli(&["events", &long, "--json"]);
     run.expect_code(2);
     assert!(run.stderr.contains("NAME_BYTES_MAX"), "{run:?}");
-    assert!(run.stdout.is_empty(), "{run:?}");
+    // Issue 15: a --json failure prints its error as JSON on stdout too.
+    assert_eq!(run.json()["error"]["exit"], 2, "{run:?}");
 
     phase("SIGTERM ends the follower with exit 0");
     let pid = follower.child.id() as libc::pid_t;

@@ -53,8 +53,12 @@ impl Drop for Holders {
 
 /// `leasehold diagnose PREFIX --interval I --json`, as an array.
 fn diagnose(server: &Server, prefix: &str, interval: &str) -> Vec<Value> {
-    let json = server.ok_json(&["diagnose", prefix, "--interval", interval, "--json"]);
-    json.as_array().expect("an array").clone()
+    let run = server.cli(&["diagnose", prefix, "--interval", interval, "--json"]);
+    let found = run.json().as_array().expect("an array").clone();
+    // Issue 15: diagnose exits 8 when any verdict is not healthy, else 0.
+    let unhealthy = found.iter().any(|d| d["verdict"] != "healthy");
+    run.expect_code(if unhealthy { 8 } else { 0 });
+    found
 }
 
 /// The entry for `lock`.
@@ -108,7 +112,24 @@ fn t140_live_renewer_orphan_gone_owner_and_wrong_key_release() {
         &server,
         &["lock", "diag/stopped", "--ttl", "9s", "--", "sleep", "120"],
     );
-    let gone = server.ok_json(&["acquire", "diag/gone", "--ttl", "60s", "--json"]);
+    // The owner `acquire` records is its invoking process (issue 15): name
+    // one that then ends, as a script that acquired and exited would.
+    let mut owner = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .expect("spawn sleep");
+    let owner_pid = owner.id().to_string();
+    let gone = server.ok_json(&[
+        "acquire",
+        "diag/gone",
+        "--ttl",
+        "60s",
+        "--owner-pid",
+        &owner_pid,
+        "--json",
+    ]);
+    owner.kill().expect("kill the owner");
+    owner.wait().expect("reap the owner");
 
     phase("a holder's command releases the wrong key: reports/nightly for prod/reports/nightly");
     let script = format!(
@@ -189,7 +210,8 @@ fn t140_live_renewer_orphan_gone_owner_and_wrong_key_release() {
 
     phase("the human form says the same");
     let run = server.cli(&["diagnose", "diag/", "--interval", "1s"]);
-    run.expect_code(0);
+    // Issue 15: unhealthy locks (these) make diagnose exit 8, not 0.
+    run.expect_code(8);
     for shown in [
         "diag/gone  OWNER-GONE",
         "diag/prod/reports/nightly  WRONG-KEY-RELEASE",

@@ -15,6 +15,7 @@
 use crate::endpoints::Channel;
 use crate::endpoints::{Endpoints, InUse, Moved};
 use crate::error::{Error, Retry};
+use crate::from_status::NOT_LEASEHOLD;
 use crate::session::{SessionOp, SessionSlot, Via};
 use crate::Client;
 use std::future::Future;
@@ -58,6 +59,21 @@ impl Route for Via {
                 stream.fail((error.clone(), Retry::Failover { leader_addr }))
             }
         }
+    }
+}
+
+/// A definite failure as the caller sees it: an endpoint that is not a
+/// Leasehold server is named ("not a Leasehold server at URL (…)"), since
+/// the fix is to the endpoint list.
+fn definite(error: Error, url: &str) -> Error {
+    match error {
+        Error::Unavailable { message } if message.starts_with(NOT_LEASEHOLD) => {
+            let why = &message[NOT_LEASEHOLD.len()..];
+            Error::Unavailable {
+                message: format!("{NOT_LEASEHOLD} at {url}{why}; check --endpoints"),
+            }
+        }
+        other => other,
     }
 }
 
@@ -135,7 +151,7 @@ impl Client {
                     biased;
                     outcome = &mut trying => match outcome {
                         Ok(reply) => return Ok(reply),
-                        Err((error, Retry::No)) => return Err(error),
+                        Err((error, Retry::No)) => return Err(definite(error, route.url())),
                         Err((error, Retry::Failover { leader_addr })) => (error, leader_addr),
                     },
                     () = tokio::time::sleep(bound) => (Error::Timeout { what, after: bound }, None),

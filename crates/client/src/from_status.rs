@@ -154,6 +154,9 @@ fn from_code(status: &tonic::Status) -> (Error, Retry) {
         return (Error::Unavailable { message }, Retry::No);
     }
     let message = format!("{:?}: {}", status.code(), status.message());
+    if let Some(message) = not_leasehold(status) {
+        return (Error::Unavailable { message }, Retry::No);
+    }
     match status.code() {
         // Transport trouble: a refused or reset connection, an HTTP/2 error
         // (tonic reports some as Internal), a request cut short. A server
@@ -184,6 +187,38 @@ fn from_code(status: &tonic::Status) -> (Error, Retry) {
     }
 }
 
+/// How the sentence for an endpoint that is not a Leasehold server starts;
+/// the call loop, which knows the endpoint, adds "at URL" after it.
+pub(crate) const NOT_LEASEHOLD: &str = "not a Leasehold server";
+
+/// tonic's message when the peer's bytes are not HTTP/2 frames.
+const NOT_HTTP2: &str = "h2 protocol error: http2 error";
+
+/// A status that says the endpoint is not a Leasehold server: it does not
+/// know the service (another gRPC server; or a Leasehold server too old
+/// for the call), or it does not speak HTTP/2 at all (an HTTP/1 server).
+/// Unavailable, and not retried: the endpoint is wrong (the call loop
+/// names it), and a retry on its broken connection would only report
+/// "operation was canceled".
+fn not_leasehold(status: &tonic::Status) -> Option<String> {
+    let detail = status.message();
+    let looks_foreign = match status.code() {
+        tonic::Code::Unimplemented => true,
+        // What hyper reports when the reply is not HTTP/2 at all. Not
+        // other h2 errors: a Leasehold server killed mid-call gives
+        // `Unknown: h2 protocol error: error reading a body from
+        // connection`, which is transient.
+        tonic::Code::Internal => detail == NOT_HTTP2,
+        _ => false,
+    };
+    looks_foreign.then(|| {
+        format!(
+            "{NOT_LEASEHOLD} (it answered {:?}: {detail})",
+            status.code()
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,6 +246,29 @@ mod tests {
             ..Default::default()
         }));
         assert!(matches!(retry, Retry::Failover { leader_addr: Some(a) } if a == "127.0.0.1:9"));
+    }
+
+    #[test]
+    fn a_server_that_is_not_leasehold_is_named_and_unavailable() {
+        for status in [
+            tonic::Status::unimplemented("unknown service leasehold.v1.Lock"),
+            tonic::Status::internal("h2 protocol error: http2 error"),
+        ] {
+            let (error, retry) = Error::from_status(&status);
+            assert!(
+                matches!(&error, Error::Unavailable { message } if message.starts_with("not a Leasehold server")),
+                "{error:?}"
+            );
+            assert!(matches!(retry, Retry::No));
+        }
+    }
+
+    #[test]
+    fn a_server_killed_mid_call_is_transient_not_foreign() {
+        let status =
+            tonic::Status::unknown("h2 protocol error: error reading a body from connection");
+        let (_, retry) = Error::from_status(&status);
+        assert!(matches!(retry, Retry::Failover { .. }));
     }
 
     #[test]

@@ -112,7 +112,7 @@ pub use ops::lease::{Granted, Renewal};
 pub use ops::locks::Acquired;
 pub use ops::Consistency;
 pub use options::{ClientOptions, Transport};
-pub use owner::{owner_info, owner_process, OwnerProcess};
+pub use owner::{owner_info, owner_info_of, owner_process, OwnerProcess};
 pub use release::ReleaseOutcome;
 pub use request_id::new_request_id;
 pub use tls::TlsOptions;

@@ -19,6 +19,23 @@ pub fn owner_info(owner: Option<String>, labels: Vec<(String, String)>) -> Owner
     }
 }
 
+/// Builds the owner of a lease granted on behalf of another process on this
+/// host, `pid` (the CLI records the script that invoked it, whose life the
+/// token's use follows, not its own short one): as [`owner_info`], with
+/// that process's pid and start time. `None` if no such process runs here.
+pub fn owner_info_of(
+    pid: u32,
+    owner: Option<String>,
+    labels: Vec<(String, String)>,
+) -> Option<OwnerInfo> {
+    let process_start_unix_ms = process_start_unix_ms(&pid.to_string())?;
+    Some(OwnerInfo {
+        pid,
+        process_start_unix_ms,
+        ..owner_info(owner, labels)
+    })
+}
+
 /// `user@host:program`, leaving out what is unknown.
 fn default_owner(host: &str) -> String {
     let user = std::env::var("USER").unwrap_or_default();

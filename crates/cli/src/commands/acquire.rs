@@ -2,14 +2,18 @@
 //! it. Without `--lease` it grants a fresh lease first (revoked again if the
 //! acquire fails, so a failed attempt leaves nothing behind); the lock then
 //! lives as long as that lease: renew it with `leasehold lease keepalive`.
+//! That lease's owner is the invoking process (`--owner-pid` to name
+//! another), and its label `leasehold.acquired-for` names the lock, so that
+//! `release` of the lock revokes it too.
 
-use super::{lock_name, Global};
+use super::{lock_name, Global, HoldFlags};
 use crate::duration;
 use crate::error::CliError;
 use crate::exit::Exit;
 use crate::output::print_json;
+use crate::owner::{invoking_owner, ACQUIRED_FOR_LABEL};
 use leasehold_client::show::human;
-use leasehold_client::{owner_info, Acquired, Client, LeaseId, LockName, LockOptions};
+use leasehold_client::{Acquired, Client, LeaseId, LockName};
 use serde_json::json;
 use std::time::Duration;
 
@@ -19,10 +23,10 @@ pub struct AcquireArgs {
     /// The lock name.
     pub name: String,
     /// Ttl of the fresh lease granted for this lock (default 10s).
-    #[arg(long, value_parser = duration::parse, conflicts_with = "lease")]
+    #[arg(long, value_parser = duration::ttl, conflicts_with = "lease")]
     pub ttl: Option<Duration>,
     /// Wait up to this long in the lock's FIFO queue (default: fail if busy).
-    #[arg(long, value_parser = duration::parse, default_value = "0")]
+    #[arg(long, value_parser = duration::wait, default_value = "0")]
     pub wait: Duration,
     /// Acquire for this existing lease instead of granting a fresh one.
     #[arg(long)]
@@ -30,18 +34,16 @@ pub struct AcquireArgs {
     /// The protected resource checks fencing tokens.
     #[arg(long)]
     pub fenced: bool,
-    /// After this holder's lease expires, keep the lock unavailable this long.
-    #[arg(long, value_parser = duration::parse)]
-    pub lock_delay: Option<Duration>,
-    /// The server releases the lock after this long.
-    #[arg(long, value_parser = duration::parse)]
-    pub max_hold: Option<Duration>,
-    /// Metadata KEY=VALUE stored with the holder (repeatable).
-    #[arg(long = "metadata", value_parser = crate::owner::parse_key_value, value_name = "KEY=VALUE")]
-    pub metadata: Vec<(String, String)>,
+    /// Lock delay, max hold and metadata.
+    #[command(flatten)]
+    pub hold: HoldFlags,
     /// Owner name of the fresh lease (default: $USER@host).
     #[arg(long, conflicts_with = "lease")]
     pub owner: Option<String>,
+    /// The process that uses the lock, recorded as the fresh lease's owner
+    /// (default: the one that ran `leasehold acquire`, e.g. the script).
+    #[arg(long, conflicts_with = "lease", value_name = "PID")]
+    pub owner_pid: Option<u32>,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -57,15 +59,16 @@ pub async fn run(args: AcquireArgs, global: &Global) -> Result<(), CliError> {
         Some(lease) => (LeaseId(lease), None),
         None => {
             let ttl = args.ttl.unwrap_or(DEFAULT_TTL);
-            let owner = owner_info(args.owner.clone(), vec![]);
+            let label = (ACQUIRED_FOR_LABEL.to_owned(), name.as_str().to_owned());
+            let owner = invoking_owner(args.owner.clone(), vec![label], args.owner_pid)?;
             let granted = client.grant_lease(ttl, owner).await?;
             (granted.lease, Some(granted.ttl))
         }
     };
-    let options = options(&args);
+    let options = args.hold.options(args.wait, args.fenced);
     let outcome = tokio::select! {
         outcome = client.acquire(lease, &name, &options) => outcome.map_err(CliError::from),
-        _ = tokio::signal::ctrl_c() => Err(CliError::new(Exit::Other, format!("interrupted while acquiring {}", args.name))),
+        _ = tokio::signal::ctrl_c() => Err(CliError::new(Exit::Interrupted, format!("interrupted while acquiring {}; nothing is held", args.name))),
     };
     let acquired = match outcome {
         Ok(acquired) => acquired,
@@ -83,21 +86,6 @@ pub async fn run(args: AcquireArgs, global: &Global) -> Result<(), CliError> {
     };
     print(&args, &name, lease, ttl, &acquired);
     Ok(())
-}
-
-/// How to acquire, from the flags.
-fn options(args: &AcquireArgs) -> LockOptions {
-    let mut options = LockOptions::default().wait(args.wait).fenced(args.fenced);
-    if let Some(delay) = args.lock_delay {
-        options = options.lock_delay(delay);
-    }
-    if let Some(max_hold) = args.max_hold {
-        options = options.max_hold(max_hold);
-    }
-    for (key, value) in &args.metadata {
-        options = options.metadata(key.clone(), value.clone());
-    }
-    options
 }
 
 fn print(

@@ -5,13 +5,15 @@
 //! checks each owner's process on this host and the server's wall clock
 //! against ours, and prints a verdict per lock with the evidence behind it
 //! (the verdicts themselves are the client library's `diagnose`, shared by
-//! every client).
+//! every client). It exits 8 (`Exit::Unhealthy`) when any verdict is not
+//! `healthy`, so it can gate a script; 0 when all are (or none match).
 
 use super::Global;
 use crate::duration;
 use crate::error::CliError;
+use crate::exit::Exit;
 use crate::output::print_json;
-use leasehold_client::diagnose::{self, Diagnosis, Observed, Thresholds};
+use leasehold_client::diagnose::{self, Diagnosis, Observed, Thresholds, Verdict};
 use leasehold_client::show::approx;
 use leasehold_client::wire::{FailedRelease, ListLocksResponse, LockInfo};
 use leasehold_client::{owner_process, Client, Consistency};
@@ -55,8 +57,9 @@ struct Sample {
     taken: Instant,
 }
 
-/// Runs `diagnose`.
-pub async fn run(args: DiagnoseArgs, global: &Global) -> Result<(), CliError> {
+/// Runs `diagnose`; returns the exit code (0, or 8 if anything is not
+/// healthy).
+pub async fn run(args: DiagnoseArgs, global: &Global) -> Result<u8, CliError> {
     let limits = Thresholds {
         starve_ttls: args.starve_ttls,
         max_skew_ms: duration::ms(args.max_skew),
@@ -87,7 +90,8 @@ pub async fn run(args: DiagnoseArgs, global: &Global) -> Result<(), CliError> {
     } else {
         print!("{}", human(&found, elapsed_ms));
     }
-    Ok(())
+    let unhealthy = found.iter().any(|d| d.verdict != Verdict::Healthy);
+    Ok(if unhealthy { Exit::Unhealthy } else { Exit::Ok }.code())
 }
 
 /// A verdict per lock of the second sample (compared with the first), and

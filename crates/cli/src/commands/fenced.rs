@@ -5,8 +5,9 @@
 //!
 //! A refused put exits 4 (ownership): `StaleToken` names the presented and
 //! the key's highest token, `NotHolder` the holder's token, `NoSuchLock`
-//! nearby names. A key that was never written also exits 4 ("no such key",
-//! like `NoSuchLock` for locks).
+//! nearby names. A key that was never written is an answer, not an error:
+//! `get` exits 0 and says so on stderr, or prints `{"key":…,"found":false}`
+//! with `--json` (a script reads "not set yet" without parsing stderr).
 //!
 //! Values are bytes. `put` takes VALUE as text, or as hex with `--hex`.
 //! `get` prints a value that is valid UTF-8 as text and any other value as
@@ -15,7 +16,6 @@
 
 use super::{consistency, lock_name, Global};
 use crate::error::CliError;
-use crate::exit::Exit;
 use crate::output::print_json;
 use leasehold_client::{Error, FencedKey, Token};
 use serde_json::json;
@@ -104,15 +104,18 @@ async fn get(args: GetArgs, global: &Global) -> Result<(), CliError> {
     let key = fenced_key(&args.key)?;
     let client = global.client().await?;
     let Some(found) = client.fenced_get(&key, consistency(args.stale)).await? else {
-        return Err(CliError::new(
-            Exit::Ownership,
-            format!("no such key \"{}\" in the fenced store", args.key),
-        ));
+        if args.json {
+            print_json(&json!({ "key": args.key, "found": false }));
+        } else {
+            eprintln!("no such key \"{}\" in the fenced store", args.key);
+        }
+        return Ok(());
     };
     let (text, encoding) = shown(&found.value);
     if args.json {
         print_json(&json!({
             "key": found.key,
+            "found": true,
             "value": text,
             "encoding": encoding,
             "token": found.token.0,

@@ -6,9 +6,10 @@ use crate::duration;
 use crate::error::CliError;
 use crate::exit::Exit;
 use crate::output::print_json;
+use crate::owner::invoking_owner;
 use leasehold_client::show::{approx, human};
 use leasehold_client::wire::owner_json;
-use leasehold_client::{owner_info, Client, LeaseId, Renewed};
+use leasehold_client::{Client, LeaseId, Renewed};
 use serde_json::json;
 use std::time::Duration;
 
@@ -31,11 +32,15 @@ pub enum LeaseCmd {
 #[derive(clap::Args, Debug)]
 pub struct GrantArgs {
     /// Time to live without a keep-alive (e.g. 10s).
-    #[arg(long, value_parser = duration::parse)]
+    #[arg(long, value_parser = duration::ttl)]
     pub ttl: Duration,
     /// Owner name shown to operators (default: $USER@host).
     #[arg(long)]
     pub owner: Option<String>,
+    /// The process that uses the lease, recorded as its owner (default:
+    /// the one that ran `leasehold lease grant`, e.g. the script).
+    #[arg(long, value_name = "PID")]
+    pub owner_pid: Option<u32>,
     /// A free label KEY=VALUE (repeatable).
     #[arg(long = "label", value_parser = crate::owner::parse_key_value, value_name = "KEY=VALUE")]
     pub labels: Vec<(String, String)>,
@@ -95,7 +100,7 @@ pub async fn run(cmd: LeaseCmd, global: &Global) -> Result<(), CliError> {
 }
 
 async fn grant_cmd(client: &Client, args: GrantArgs) -> Result<(), CliError> {
-    let owner = owner_info(args.owner, args.labels);
+    let owner = invoking_owner(args.owner, args.labels, args.owner_pid)?;
     let granted = client.grant_lease(args.ttl, owner).await?;
     let ttl_ms = duration::ms(granted.ttl);
     if args.json {

@@ -13,13 +13,13 @@
 //! its group is stopped the same way, the lock is released, and `lock`
 //! exits with the command's code.
 
-use super::{lock_name, Global};
+use super::{lock_name, Global, HoldFlags};
 use crate::duration;
 use crate::error::CliError;
 use crate::exit::Exit;
-use crate::supervise::{exit_code, signal_name, Forwarder, Supervised};
+use crate::supervise::{check_runnable, exit_code, signal_name, Forwarder, Supervised};
 use leasehold_client::show::human;
-use leasehold_client::{LockGuard, LockLost, ReleaseOutcome};
+use leasehold_client::{Lease, LeaseId, LockGuard, LockLost, ReleaseOutcome};
 use std::ffi::OsString;
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -30,10 +30,10 @@ pub struct LockArgs {
     /// The lock to hold while the command runs.
     pub name: String,
     /// Ttl of the lease that holds the lock; it is renewed every ttl/3.
-    #[arg(long, value_parser = duration::parse, default_value = "10s")]
+    #[arg(long, value_parser = duration::ttl, default_value = "10s", conflicts_with = "lease")]
     pub ttl: Duration,
     /// Wait up to this long in the lock's FIFO queue (exit 3 if not had).
-    #[arg(long, value_parser = duration::parse, default_value = "30s")]
+    #[arg(long, value_parser = duration::wait, default_value = "30s")]
     pub wait: Duration,
     /// The protected resource checks fencing tokens (LEASEHOLD_TOKEN).
     #[arg(long)]
@@ -42,52 +42,142 @@ pub struct LockArgs {
     #[arg(long, value_parser = duration::parse, default_value = "5s")]
     pub grace: Duration,
     /// Owner name of the lease (default: user@host:leasehold).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "lease")]
     pub owner: Option<String>,
-    /// The command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    /// Hold the lock under this existing lease (renewed while `lock` runs,
+    /// left to its ttl afterwards) instead of granting a fresh one.
+    #[arg(long, value_name = "ID")]
+    pub lease: Option<u64>,
+    /// Lock delay, max hold and metadata.
+    #[command(flatten)]
+    pub hold: HoldFlags,
+    /// The command and its arguments, after `--`. Without one, `lock`
+    /// prints the lock's variables and holds it until SIGINT or SIGTERM.
+    #[arg(last = true, value_name = "CMD")]
     pub command: Vec<OsString>,
 }
 
 /// Runs `lock`; returns the exit code.
 pub async fn run(args: LockArgs, global: &Global) -> Result<u8, CliError> {
     let name = lock_name(&args.name)?;
-    let client = global.keeper_client().await?;
-    let mut lease = client.lease(args.ttl);
-    if let Some(owner) = &args.owner {
-        lease = lease.owner(owner.clone());
+    if let Some(program) = args.command.first() {
+        if let Err(error) = check_runnable(program) {
+            eprintln!("error: {error}; the lock was not acquired");
+            return Ok(error.exit_code());
+        }
     }
-    let lease = lease.grant().await?;
+    let client = global.keeper_client().await?;
+    let lease = match args.lease {
+        Some(id) => client.keep_alive(LeaseId(id)).start().await?,
+        None => {
+            let mut lease = client.lease(args.ttl);
+            if let Some(owner) = &args.owner {
+                lease = lease.owner(owner.clone());
+            }
+            lease.grant().await?
+        }
+    };
     let guard = lease
         .lock(name)
-        .wait(args.wait)
-        .fenced(args.fenced)
+        .options(args.hold.options(args.wait, args.fenced))
         .acquire()
         .await?;
-    // Listen before spawning: a signal in between is then held for the
-    // command instead of killing us with the lock still held.
-    let mut signals =
-        Forwarder::install().map_err(|e| CliError::new(Exit::Other, e.to_string()))?;
     let env = [
         ("LEASEHOLD_LOCK".to_owned(), args.name.clone()),
         ("LEASEHOLD_TOKEN".to_owned(), guard.token().0.to_string()),
         ("LEASEHOLD_LEASE".to_owned(), lease.id().0.to_string()),
     ];
-    let (program, rest) = args.command.split_first().expect("clap requires CMD");
-    let mut child = match Supervised::spawn(program, rest, &env) {
+    let held = Held { guard, lease };
+    if args.command.is_empty() {
+        return hold_until_signal(held, &args, &env, global).await;
+    }
+    run_command(held, &args, &env, global).await
+}
+
+/// The lock and the lease it is held under, until `lock` lets go.
+struct Held {
+    guard: LockGuard,
+    lease: Lease,
+}
+
+impl Held {
+    /// The lock was lost: nothing here holds it any more, so stop renewing
+    /// the lease now (the keeper revokes a lease it granted), not after
+    /// the command's grace period.
+    fn lost(self) {
+        drop(self.guard);
+        drop(self.lease);
+    }
+
+    /// Releases the lock, then revokes the lease if `lock` granted it (a
+    /// `--lease` is left to its ttl, as its owner expects).
+    async fn let_go(self, args: &LockArgs, global: &Global) {
+        release(self.guard, &args.name).await;
+        if args.lease.is_none() {
+            // Bounded: a server that just went away must not delay our exit.
+            let _ = tokio::time::timeout(global.timeout, self.lease.revoke()).await;
+        }
+    }
+}
+
+/// `lock NAME` without a command (like `etcdctl lock NAME`): prints the
+/// lock's variables as `KEY=VALUE` lines (for `eval`) and holds the lock
+/// until SIGINT or SIGTERM (exit 0) or its loss (exit 6). The signals are
+/// listened for before the variables are printed: a script that reads them
+/// and then stops `lock` always gets the release.
+async fn hold_until_signal(
+    held: Held,
+    args: &LockArgs,
+    env: &[(String, String)],
+    global: &Global,
+) -> Result<u8, CliError> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let cannot_listen =
+        |e: std::io::Error| CliError::new(Exit::Other, format!("cannot listen for signals: {e}"));
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(cannot_listen)?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(cannot_listen)?;
+    for (key, value) in env {
+        println!("{key}={value}");
+    }
+    tokio::select! {
+        _ = interrupt.recv() => {}
+        _ = terminate.recv() => {}
+        lost = held.guard.lost() => {
+            eprintln!("error: {lost}");
+            held.lost();
+            return Ok(Exit::LockLost.code());
+        }
+    }
+    held.let_go(args, global).await;
+    Ok(Exit::Ok.code())
+}
+
+/// Runs the command while the lock is held; its exit code, or 6 if the
+/// lock was lost (the command then stopped).
+async fn run_command(
+    held: Held,
+    args: &LockArgs,
+    env: &[(String, String)],
+    global: &Global,
+) -> Result<u8, CliError> {
+    // Listen before spawning: a signal in between is then held for the
+    // command instead of killing us with the lock still held.
+    let mut signals =
+        Forwarder::install().map_err(|e| CliError::new(Exit::Other, e.to_string()))?;
+    let (program, rest) = args.command.split_first().expect("checked by run");
+    let mut child = match Supervised::spawn(program, rest, env) {
         Ok(child) => child,
         Err(error) => {
-            let code = error.exit_code();
-            release(guard, &args.name).await;
+            held.let_go(args, global).await;
             eprintln!("error: {error}");
-            return Ok(code);
+            return Ok(error.exit_code());
         }
     };
     let group = child.group();
     let ended = loop {
         tokio::select! {
             biased;
-            lost = guard.lost() => break Ended::Lost(lost),
+            lost = held.guard.lost() => break Ended::Lost(lost),
             status = child.wait() => break Ended::Exited(status),
             Some(signal) = signals.recv() => {
                 if let Err(error) = group.signal(signal) {
@@ -98,18 +188,13 @@ pub async fn run(args: LockArgs, global: &Global) -> Result<u8, CliError> {
     };
     match ended {
         Ended::Lost(lost) => {
-            // Nothing here holds the lock any more: stop renewing the lease
-            // now (the keeper revokes it), not after the grace period.
-            drop(guard);
-            drop(lease);
+            held.lost();
             Ok(on_loss(&mut child, lost, args.grace).await)
         }
         Ended::Exited(status) => {
             let status = status.map_err(|e| CliError::new(Exit::Other, e.to_string()))?;
             stop_stragglers(&mut child, args.grace).await;
-            release(guard, &args.name).await;
-            // Bounded: a server that just went away must not delay our exit.
-            let _ = tokio::time::timeout(global.timeout, lease.revoke()).await;
+            held.let_go(args, global).await;
             Ok(exit_code(status))
         }
     }

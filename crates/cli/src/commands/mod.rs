@@ -20,7 +20,7 @@ pub mod serve;
 pub mod status;
 
 use crate::error::CliError;
-use leasehold_client::{Client, ClientOptions, Consistency, LockName, TlsOptions};
+use leasehold_client::{Client, ClientOptions, Consistency, LockName, LockOptions, TlsOptions};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -37,8 +37,14 @@ pub struct Global {
     )]
     pub endpoints: String,
     /// Bound on each call to the server (500ms, 2s, 1m, ...).
-    #[arg(long, global = true, default_value = "5s", value_parser = crate::duration::parse, value_name = "DURATION")]
+    #[arg(long, global = true, default_value = "5s", value_parser = crate::duration::positive, value_name = "DURATION")]
     pub timeout: Duration,
+    /// Bound on connecting to an endpoint, and on its silence: a connection
+    /// whose server answers no HTTP/2 ping for this long counts as dead, so
+    /// a hung endpoint (accepts, never answers) fails over to the next
+    /// within about twice this.
+    #[arg(long, global = true, default_value = "1s", value_parser = crate::duration::positive, value_name = "DURATION")]
+    pub connect_timeout: Duration,
     /// Bearer token for servers with auth enabled (from `leasehold token
     /// create`). Not LEASEHOLD_TOKEN, which is a fencing token.
     #[arg(
@@ -88,7 +94,8 @@ impl Global {
     pub async fn client(&self) -> Result<Client, CliError> {
         let options = ClientOptions {
             call_timeout: self.timeout,
-            connect_timeout: self.timeout,
+            connect_timeout: self.connect_timeout,
+            keep_alive_interval: Some(self.connect_timeout),
             retry_budget: self.timeout,
             retries_max: Some(1),
             auth_token: self.auth_token.clone(),
@@ -129,6 +136,38 @@ impl Global {
 /// sent: an invalid one exits 2 naming the limit, as the server would.
 pub fn lock_name(raw: &str) -> Result<LockName, CliError> {
     Ok(LockName::parse(raw).map_err(leasehold_client::Error::from)?)
+}
+
+/// How a lock is held, beyond wait and fencing: the flags `acquire` and
+/// `lock` share.
+#[derive(clap::Args, Debug, Clone)]
+pub struct HoldFlags {
+    /// After this holder's lease expires, keep the lock unavailable this long.
+    #[arg(long, value_parser = crate::duration::parse)]
+    pub lock_delay: Option<Duration>,
+    /// The server releases the lock after this long.
+    #[arg(long, value_parser = crate::duration::parse)]
+    pub max_hold: Option<Duration>,
+    /// Metadata KEY=VALUE stored with the holder (repeatable).
+    #[arg(long = "metadata", value_parser = crate::owner::parse_key_value, value_name = "KEY=VALUE")]
+    pub metadata: Vec<(String, String)>,
+}
+
+impl HoldFlags {
+    /// The lock options of these flags, with `wait` and `fenced`.
+    pub fn options(&self, wait: Duration, fenced: bool) -> LockOptions {
+        let mut options = LockOptions::default().wait(wait).fenced(fenced);
+        if let Some(delay) = self.lock_delay {
+            options = options.lock_delay(delay);
+        }
+        if let Some(max_hold) = self.max_hold {
+            options = options.max_hold(max_hold);
+        }
+        for (key, value) in &self.metadata {
+            options = options.metadata(key.clone(), value.clone());
+        }
+        options
+    }
 }
 
 /// The consistency a `--stale` flag asks for.

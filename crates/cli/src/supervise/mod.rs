@@ -22,7 +22,8 @@
 //! maps how the command ended to an exit code.
 //!
 //! Layout: [`child`] (spawn, wait, terminate), [`group`] (signal and probe a
-//! process group), [`watchdog`] (kills the group when we die), [`signals`] (forwarding), [`terminal`] (lend the terminal
+//! process group), [`watchdog`] (kills the group when we die), [`runnable`]
+//! (can the command be run, checked before acquiring), [`signals`] (forwarding), [`terminal`] (lend the terminal
 //! to the command), [`exit_code`](mod@exit_code) (how the command ended →
 //! our exit code), [`error`] (what can fail, in words for the user).
 //!
@@ -33,6 +34,7 @@ mod child;
 mod error;
 mod exit_code;
 mod group;
+mod runnable;
 mod signals;
 mod terminal;
 #[cfg(test)]
@@ -44,4 +46,5 @@ mod watchdog;
 pub use child::Supervised;
 pub use error::WaitError;
 pub use exit_code::exit_code;
+pub use runnable::check_runnable;
 pub use signals::{signal_name, Forwarder};
