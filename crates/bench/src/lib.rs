@@ -80,15 +80,21 @@ impl std::fmt::Display for BadFlags {
 
 impl std::error::Error for BadFlags {}
 
-/// Runs the benchmark and prints its report; the clients use `tls` for
-/// `https://` endpoints and send `auth_token` (the CLI's global flags).
+/// Where the report is printed: the caller's stdout writer (the CLI's
+/// ends quietly when the reader has gone, `leasehold bench | head -1`).
+pub type Print = fn(std::fmt::Arguments<'_>);
+
+/// Runs the benchmark and prints its report with `print`; the clients use
+/// `tls` for `https://` endpoints and send `auth_token` (the CLI's global
+/// flags).
 pub async fn run(
     args: BenchArgs,
     tls: TlsOptions,
     auth_token: Option<String>,
+    print: Print,
 ) -> anyhow::Result<()> {
     if args.target == Target::Etcd {
-        return etcd::run(&args).await;
+        return etcd::run(&args, print).await;
     }
     let plan = Plan::new(&args).map_err(|e| BadFlags(format!("{e:#}")))?;
     let plan = Plan {
@@ -115,9 +121,9 @@ pub async fn run(
     let info = plan.run_info(endpoint, plan.transport.name());
     let report = Report::new(info, &total);
     if args.json {
-        println!("{}", report.json());
+        print(format_args!("{}\n", report.json()));
     } else {
-        print!("{}", report.human());
+        print(format_args!("{}", report.human()));
     }
     if revoke_failures > 0 {
         eprintln!(

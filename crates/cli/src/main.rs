@@ -203,7 +203,7 @@ async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
         Command::Member { cmd } => member::run(cmd, global).await,
         Command::Bench(args) => {
             let (tls, auth_token) = (global.tls()?, global.auth_token.clone());
-            leasehold_bench::run(args, tls, auth_token)
+            leasehold_bench::run(args, tls, auth_token, output::write_stdout)
                 .await
                 .map_err(error::from_bench)
         }

@@ -20,7 +20,10 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
         Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
             std::process::exit(i32::from(Exit::Ok.code()))
         }
-        Err(error) => panic!("failed printing to stdout: {error}"),
+        Err(error) => {
+            eprintln!("error: cannot write to stdout: {error}");
+            std::process::exit(i32::from(Exit::Other.code()))
+        }
     }
 }
 

@@ -49,7 +49,7 @@ struct Client {
 }
 
 /// Runs the benchmark against etcd and prints its report.
-pub(super) async fn run(args: &BenchArgs) -> anyhow::Result<()> {
+pub(super) async fn run(args: &BenchArgs, print: crate::Print) -> anyhow::Result<()> {
     if args.workload == Workload::Contended {
         bail!(
             "--target etcd runs the uncontended and keepalive workloads; \
@@ -86,7 +86,7 @@ pub(super) async fn run(args: &BenchArgs) -> anyhow::Result<()> {
         _ => "unary",
     };
     let report = Report::new(plan.run_info(member.url, transport), &total);
-    print_report(&report, &member.version, args.json);
+    print_report(&report, &member.version, args.json, print);
     if revoke_failures > 0 {
         eprintln!(
             "warning: {revoke_failures} of {} benchmark leases could not be revoked; \
@@ -114,7 +114,7 @@ async fn measure(plan: &Plan, clients: Vec<Client>) -> anyhow::Result<Recorder> 
 
 /// The Leasehold report with the target named: a line under the title, or
 /// two leading fields in the JSON object.
-fn print_report(report: &Report, etcd_version: &str, json: bool) {
+fn print_report(report: &Report, etcd_version: &str, json: bool, print: crate::Print) {
     #[derive(Serialize)]
     struct Targeted<'a> {
         target: &'static str,
@@ -129,7 +129,7 @@ fn print_report(report: &Report, etcd_version: &str, json: bool) {
             report,
         };
         let line = serde_json::to_string(&targeted).expect("a report always serializes");
-        println!("{line}");
+        print(format_args!("{line}\n"));
         return;
     }
     let what = match report.workload {
@@ -138,7 +138,9 @@ fn print_report(report: &Report, etcd_version: &str, json: bool) {
     };
     let human = report.human();
     let (title, rest) = human.split_once('\n').unwrap_or((&human, ""));
-    print!("{title}\n  target   etcd {etcd_version} ({what})\n{rest}");
+    print(format_args!(
+        "{title}\n  target   etcd {etcd_version} ({what})\n{rest}"
+    ));
 }
 
 /// Records a failed call (if it falls in the measured window) and waits a
@@ -188,7 +190,7 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        let err = rt.block_on(run(&args)).unwrap_err().to_string();
+        let err = rt.block_on(run(&args, |_| {})).unwrap_err().to_string();
         assert!(err.contains("--target etcd runs the uncontended"), "{err}");
     }
 }
