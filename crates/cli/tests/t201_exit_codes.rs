@@ -117,6 +117,16 @@ fn t201_closed_stdout_is_a_quiet_exit() {
         &["ls"],
         &["get", "pipe/a"],
         &["lease", "grant", "--ttl", "5s"],
+        &["lease", "ls"],
+        &[
+            "bench",
+            "--workload",
+            "uncontended",
+            "--clients",
+            "1",
+            "--seconds",
+            "1",
+        ],
     ] {
         phase(&format!("leasehold {} into a closed pipe", args.join(" ")));
         assert_quiet_on_closed_stdout(server.command(args), &args.join(" "));
