@@ -9,6 +9,8 @@
 //!   grant, not from the restart.
 //! - `lease ls` lists the live leases with their locks and tokens; `lease
 //!   get` shows labels and held tokens; `get` shows metadata.
+//! - A lease granted in a script's `$(...)` names the script as its owner,
+//!   not the command-substitution subshell that exits at once.
 //! - A name that prints as another (a right-to-left override) is refused,
 //!   naming the character.
 //! - `bench` keeps its locks under its own prefix and out of the event
@@ -225,5 +227,33 @@ fn t202_bench_does_not_flush_the_event_memory() {
             .iter()
             .all(|l| l["lock"] != "bench/u/0"),
         "bench used a shared prefix: {locks}"
+    );
+}
+
+/// `$(leasehold ... | cat)`: bash forks a subshell for the pipeline, which
+/// is the CLI's parent and exits with it.
+#[test]
+fn t202_a_lease_granted_in_command_substitution_names_the_script() {
+    let server = Server::start();
+    let script = format!(
+        "echo $$; L=$({BIN} --endpoints {} lease grant --ttl 60s --json | cat); echo \"$L\"; sleep 60",
+        server.endpoint()
+    );
+    let mut child = Command::new("bash")
+        .args(["-c", &script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("bash");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let script_pid: u64 = lines.next().unwrap().unwrap().trim().parse().unwrap();
+    let granted: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let lease = u64_of(&granted, "lease").to_string();
+    let info = server.ok_json(&["lease", "get", &lease, "--json"]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        info["owner"]["pid"].as_u64(),
+        Some(script_pid),
+        "the owner is not the script: {info}"
     );
 }
