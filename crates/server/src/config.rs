@@ -52,7 +52,9 @@ pub struct ServeConfig {
     pub insecure: bool,
     /// Told readiness (what `/readyz` answers) and each change of it, for
     /// a supervisor that announces the node only once it can answer
-    /// (`leasehold serve` prints "listening" then).
+    /// (`leasehold serve` prints "listening" then). The receiver must not
+    /// keep a borrow of the value (`wait_for`'s `Ref`) alive: the next
+    /// change would wait for it, and the health service with it.
     pub readiness: Option<Arc<watch::Sender<bool>>>,
 }
 

@@ -159,7 +159,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     // Announced only once the node can answer (what /readyz says): a node
     // still waiting for a leader, or to be added to a cluster, says nothing
     // on stdout yet (its log says why).
-    let (told, mut ready) = tokio::sync::watch::channel(false);
+    let (told, ready) = tokio::sync::watch::channel(false);
     config.readiness = Some(std::sync::Arc::new(told));
     let (signalled_tx, signalled) = tokio::sync::oneshot::channel();
     let shutdown = async move {
@@ -167,10 +167,17 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         let _ = signalled_tx.send(());
     };
     let mut server = tokio::spawn(leasehold_server::serve(config, shutdown));
+    // `wait_for`'s answer borrows the value (a read lock): drop it here,
+    // or the server's next readiness change would wait on it for ever.
+    let announce = async move {
+        let mut ready = ready;
+        let announced = ready.wait_for(|ready| *ready).await.is_ok();
+        announced
+    };
     let outcome = tokio::select! {
         biased;
         outcome = &mut server => outcome,
-        Ok(_) = ready.wait_for(|ready| *ready) => {
+        true = announce => {
             println!(
                 "leasehold node {} listening on {} (data in {})",
                 args.node_id,
