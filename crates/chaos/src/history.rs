@@ -1,0 +1,101 @@
+//! A recorded history: every lease and every hold a workload had, with the
+//! times (ms on the recorder's one monotonic clock) that bound when each
+//! operation took effect: an operation took effect at some instant between
+//! its invoke and its complete.
+
+/// One lease, as its client saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    /// The lease id.
+    pub id: u64,
+    /// Its ttl, ms.
+    pub ttl_ms: u64,
+    /// When the grant was sent (the server started counting after this).
+    pub granted_invoked_ms: u64,
+    /// Send times of the keep-alives the server acknowledged.
+    pub renewals_sent_ms: Vec<u64>,
+    /// When its revoke was sent, if it was.
+    pub revoke_invoked_ms: Option<u64>,
+}
+
+impl Lease {
+    /// The earliest instant the server could have ended the lease by
+    /// expiry: the last acknowledged renewal (or the grant) was sent at
+    /// `t`, and the server counts the ttl from no earlier than `t`, on a
+    /// clock running at most `rate_max` times as fast as the recorder's.
+    /// A revoke ends it at its invoke at the earliest.
+    pub fn earliest_end_ms(&self, rate_max: f64) -> u64 {
+        let renewed = self
+            .renewals_sent_ms
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(self.granted_invoked_ms)
+            .max(self.granted_invoked_ms);
+        let expiry = renewed + (self.ttl_ms as f64 / rate_max).floor() as u64;
+        match self.revoke_invoked_ms {
+            Some(revoke) => expiry.min(revoke),
+            None => expiry,
+        }
+    }
+}
+
+/// One acknowledged grant of a lock, as its client saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hold {
+    /// The lock.
+    pub lock: String,
+    /// The fencing token granted.
+    pub token: u64,
+    /// The lease that holds it.
+    pub lease: u64,
+    /// When the acquire was sent.
+    pub acquire_invoked_ms: u64,
+    /// When its grant came back.
+    pub acquire_completed_ms: u64,
+    /// When its release was sent, if it was.
+    pub release_invoked_ms: Option<u64>,
+}
+
+/// One fenced put to the built-in store whose answer came back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Put {
+    /// The key written.
+    pub key: String,
+    /// The token presented.
+    pub token: u64,
+    /// The value written.
+    pub value: String,
+    /// When it was sent.
+    pub invoked_ms: u64,
+    /// When its answer came back.
+    pub completed_ms: u64,
+    /// Accepted (`true`) or refused as stale (`false`).
+    pub accepted: bool,
+}
+
+/// One read of a fenced key whose answer came back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Read {
+    /// The key read.
+    pub key: String,
+    /// When it was sent.
+    pub invoked_ms: u64,
+    /// When its answer came back.
+    pub completed_ms: u64,
+    /// The token and value it saw (`None`: the key was absent).
+    pub observed: Option<(u64, String)>,
+}
+
+/// What a workload recorded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct History {
+    /// Every lease granted.
+    pub leases: Vec<Lease>,
+    /// Every acknowledged grant.
+    pub holds: Vec<Hold>,
+    /// Every fenced put answered.
+    pub puts: Vec<Put>,
+    /// Every fenced read answered.
+    pub reads: Vec<Read>,
+}

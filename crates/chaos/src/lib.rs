@@ -1,0 +1,25 @@
+//! # leasehold-chaos
+//!
+//! Leasehold's guarantees checked over a whole recorded history, the way
+//! Jepsen's checkers and etcd's robustness tests do, rather than one
+//! scenario at a time. This first part is the history and the checker;
+//! the harness that drives a real cluster under faults and records the
+//! history feeds them (issue 16).
+//!
+//! - [`history`]: what was recorded — leases (granted, renewed, revoked),
+//!   holds (acquired, released), fenced puts and reads, each operation with its invoke and
+//!   complete times on one monotonic clock of the recorder.
+//! - [`check`]: the rules, each a pure function of the history returning
+//!   every violation with what proves it:
+//!   1. per lock, acknowledged grants have distinct tokens, and a grant
+//!      that completed before another was invoked has the lower token;
+//!   2. no early grant: a grant completes no earlier than the previous
+//!      holder's end could have come (its release was sent, or its lease
+//!      could have expired: last acknowledged keep-alive's send time + ttl,
+//!      shortened by the documented clock-rate bound);
+//!   3. the fenced store is a register versioned by tokens: accepted puts
+//!      never go back in version, a refusal is justified by a higher
+//!      accepted token, a read sees only what an accepted put wrote.
+
+pub mod check;
+pub mod history;
