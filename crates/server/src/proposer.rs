@@ -146,11 +146,15 @@ pub fn not_leader(
     raft: &Raft,
     forward: openraft::error::ForwardToLeader<u64, openraft::BasicNode>,
 ) -> ProposeError {
-    let metrics = raft.metrics().borrow().clone();
-    if crate::raft::membership::removed(&metrics) {
-        return ProposeError::Removed {
-            node_id: metrics.id,
-        };
+    // Read in place: cloning the whole metrics (membership, replication
+    // map) for one yes/no is waste; the borrow ends before returning.
+    let removed = {
+        let metrics = raft.metrics();
+        let metrics = metrics.borrow();
+        crate::raft::membership::removed(&metrics).then_some(metrics.id)
+    };
+    if let Some(node_id) = removed {
+        return ProposeError::Removed { node_id };
     }
     forward.into()
 }
