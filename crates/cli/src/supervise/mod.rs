@@ -46,5 +46,6 @@ mod watchdog;
 pub use child::Supervised;
 pub use error::WaitError;
 pub use exit_code::exit_code;
+pub use group::process_stopped;
 pub use runnable::check_runnable;
 pub use signals::{signal_name, Forwarder};
