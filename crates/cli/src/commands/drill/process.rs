@@ -14,8 +14,9 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-/// Lines of a worker's stderr kept for a failure's explanation.
-const STDERR_LINES_MAX: usize = 20;
+/// Lines of a worker's stderr quoted in a failure's explanation (the
+/// first: an error or a panic's message).
+const STDERR_LINES_MAX: usize = 4;
 
 /// One event line of a worker: `KIND key=value ...`, and when it was read.
 #[derive(Clone, Debug)]
@@ -108,7 +109,7 @@ impl Worker {
         let mut cmd = Command::new(exe);
         cmd.args(connection);
         cmd.arg("drill-worker")
-            .args(["--lock", &spec.lock, "--key", &spec.key])
+            .args(["--lock", &spec.lock, "--store-key", &spec.key])
             .args(["--writer", &spec.writer])
             .arg(format!("--ttl={}ms", spec.ttl.as_millis()))
             .arg(format!("--wait={}ms", spec.wait.as_millis()))
@@ -277,13 +278,13 @@ impl Worker {
         }
     }
 
-    /// The last lines of the worker's stderr, for an error message.
+    /// The first lines of the worker's stderr, for an error message.
     fn said(&mut self) -> String {
         let mut lines = Vec::new();
         while let Ok(line) = self.stderr.try_recv() {
             lines.push(line);
         }
-        let tail = &lines[lines.len().saturating_sub(STDERR_LINES_MAX)..];
+        let tail = &lines[..lines.len().min(STDERR_LINES_MAX)];
         if tail.is_empty() {
             String::new()
         } else {

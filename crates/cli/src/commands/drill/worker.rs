@@ -39,9 +39,10 @@ pub struct WorkerArgs {
     /// The lock to hold.
     #[arg(long)]
     pub lock: String,
-    /// The fenced-store key to write as its holder.
+    /// The fenced-store key to write as its holder (not `--key`, the
+    /// global TLS key flag).
     #[arg(long)]
-    pub key: String,
+    pub store_key: String,
     /// Who writes (the lease's owner name and the written value).
     #[arg(long)]
     pub writer: String,
@@ -165,7 +166,7 @@ async fn work(
 ) -> Result<(), CliError> {
     let client = global.keeper_client().await?;
     let lock = lock_name(&args.lock)?;
-    let key = FencedKey::parse(&args.key).map_err(Error::from)?;
+    let key = FencedKey::parse(&args.store_key).map_err(Error::from)?;
     let lease = client
         .lease(args.ttl)
         .owner(format!("leasehold-drill:{}", args.writer))
