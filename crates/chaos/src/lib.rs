@@ -2,10 +2,11 @@
 //!
 //! Leasehold's guarantees checked over a whole recorded history, the way
 //! Jepsen's checkers and etcd's robustness tests do, rather than one
-//! scenario at a time. This first part is the history and the checker;
-//! the harness that drives a real cluster under faults and records the
-//! history feeds them (issue 16).
+//! scenario at a time (issue 16).
 //!
+//! - [`cluster`]: real `leasehold serve` processes on loopback, each behind
+//!   a [`proxy`] that injects network faults (also `leasehold drill --local`'s
+//!   throwaway cluster).
 //! - [`history`]: what was recorded — leases (granted, renewed, revoked),
 //!   holds (acquired, released), fenced puts and reads, each operation with its invoke and
 //!   complete times on one monotonic clock of the recorder.
@@ -22,4 +23,6 @@
 //!      accepted token, a read sees only what an accepted put wrote.
 
 pub mod check;
+pub mod cluster;
 pub mod history;
+pub mod proxy;
