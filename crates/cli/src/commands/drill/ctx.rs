@@ -6,10 +6,11 @@
 use super::process::{Line, Worker, WorkerSpec};
 use super::store::{self, Answer};
 use super::worker::{Fault, WorkerMode};
+use super::local::LocalCluster;
 use super::DrillArgs;
 use crate::commands::{lock_name, Global};
 use crate::error::CliError;
-use leasehold_client::{Client, FencedKey, Lease, LockGuard, LockName, Token};
+use leasehold_client::{Client, Consistency, FencedKey, Lease, LockGuard, LockName, Token};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
@@ -72,10 +73,13 @@ pub struct Ctx {
     pub slack: Duration,
     /// A planted bug for every worker (tests only).
     fault: Option<Fault>,
+    /// The `--local` cluster, stopped and removed with the context.
+    local: Option<LocalCluster>,
 }
 
 impl Ctx {
-    /// The context of a run against `global`'s endpoints.
+    /// The context of a run: against `global`'s endpoints, or with
+    /// `--local` a cluster started here (its endpoints replace them).
     pub async fn new(args: &DrillArgs, global: &Global) -> Result<Ctx, CliError> {
         let exe = std::env::current_exe().map_err(|e| {
             CliError::new(
@@ -86,19 +90,32 @@ impl Ctx {
         let started = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
+        let mut global = global.clone();
+        let local = if args.local {
+            let local = LocalCluster::start(&exe, args.nodes)
+                .await
+                .map_err(|e| CliError::new(crate::exit::Exit::Other, e))?;
+            global.endpoints = local.endpoints();
+            Some(local)
+        } else {
+            None
+        };
         Ok(Ctx {
             client: global.keeper_client().await?,
-            global: global.clone(),
+            global,
             exe,
             base: format!("{}{started:x}-{}/", args.prefix, std::process::id()),
             ttl: args.ttl,
             slack: args.slack,
             fault: args.worker_fault,
+            local,
         })
     }
 
-    /// Ends the run.
-    pub async fn finish(self) {}
+    /// Ends the run: a `--local` cluster is stopped and removed.
+    pub fn finish(self) {
+        drop(self.local);
+    }
 
     /// The lock of `drill`.
     pub fn lock(&self, drill: &str) -> String {
@@ -173,6 +190,14 @@ impl Ctx {
         let lock = self.lock_name(drill)?;
         let value = format!("drill#{token}").into_bytes();
         Ok(store::write(&self.client, &key, &lock, Token(token), value).await)
+    }
+
+    /// The token the server lists as `drill`'s lock's holder (`None`: free).
+    pub async fn holder_token(&self, drill: &str) -> Result<Option<u64>, String> {
+        let name = self.lock_name(drill)?;
+        let reply = self.client.get_lock(&name, Consistency::Linearizable).await;
+        let reply = reply.map_err(|e| format!("cannot read {name}: {e}"))?;
+        Ok(reply.lock.and_then(|l| l.holder).map(|h| h.token))
     }
 
     /// `drill`'s lock, parsed.

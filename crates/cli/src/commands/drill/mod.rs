@@ -21,7 +21,9 @@ mod abandoned;
 mod ctx;
 mod force_released;
 mod killed;
+mod local;
 mod near_miss;
+mod partitioned;
 mod paused;
 mod process;
 mod reacquire;
@@ -54,7 +56,7 @@ pub struct DrillArgs {
     pub local: bool,
     /// Nodes of the --local cluster.
     #[arg(long, default_value_t = 3, requires = "local", value_name = "N")]
-    pub nodes: usize,
+    pub nodes: u64,
     /// Name prefix of the drill's locks and fenced-store keys.
     #[arg(long, default_value = "drill/")]
     pub prefix: String,
@@ -80,7 +82,7 @@ pub struct DrillArgs {
 const DRILLS: [(&str, &str); 9] = [
     (killed::NAME, killed::CLAIM),
     (paused::NAME, paused::CLAIM),
-    ("partitioned", "placeholder"),
+    (partitioned::NAME, partitioned::CLAIM),
     (wall_step::NAME, wall_step::CLAIM),
     (force_released::NAME, force_released::CLAIM),
     (reacquire::NAME, reacquire::CLAIM),
@@ -101,7 +103,7 @@ pub async fn run(args: DrillArgs, global: &Global) -> Result<u8, CliError> {
         }
         outcomes.push(outcome);
     }
-    ctx.finish().await;
+    ctx.finish();
     if args.json {
         print_json(&Value::Array(outcomes.iter().map(Outcome::to_json).collect()));
     } else {
@@ -152,13 +154,14 @@ async fn dispatch(ctx: &Ctx, name: &str, out: &mut Outcome) -> Result<(), String
     match name {
         killed::NAME => killed::run(ctx, out).await,
         paused::NAME => paused::run(ctx, out).await,
+        partitioned::NAME => partitioned::run(ctx, out).await,
         wall_step::NAME => wall_step::run(ctx, out).await,
         force_released::NAME => force_released::run(ctx, out).await,
         reacquire::NAME => reacquire::run(ctx, out).await,
         renewal_stops::NAME => renewal_stops::run(ctx, out).await,
         near_miss::NAME => near_miss::run(ctx, out).await,
         abandoned::NAME => abandoned::run(ctx, out).await,
-        _ => Err(format!("drill {name} is not written yet")),
+        _ => Err(format!("no drill named {name}")),
     }
 }
 

@@ -15,7 +15,6 @@ use super::ctx::{Ctx, STEP};
 use super::process::Worker;
 use super::report::Outcome;
 use super::{check, ms};
-use leasehold_client::Consistency;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
@@ -88,7 +87,7 @@ pub async fn run(ctx: &Ctx, out: &mut Outcome) -> Result<(), String> {
         .filter(|w| w.wall_ms + STEP_SEEN_MARGIN_MS >= wall_now_ms + STEP_MS)
         .count();
     let refused = writes.iter().filter(|w| !w.accepted).count();
-    let token_now = holder_token(ctx).await?;
+    let token_now = ctx.holder_token(NAME).await?;
     worker.send("stop").await?;
     worker.expect("RELEASED", STEP).await?;
     out.set("writes_after_step", writes.len());
@@ -131,14 +130,6 @@ async fn writes_until(worker: &mut Worker, until: Instant) -> Result<Vec<Write>,
             accepted: line.accepted(),
         });
     }
-}
-
-/// The token the server lists for the drill's lock.
-async fn holder_token(ctx: &Ctx) -> Result<Option<u64>, String> {
-    let name = ctx.lock_name(NAME)?;
-    let reply = ctx.client.get_lock(&name, Consistency::Linearizable).await;
-    let reply = reply.map_err(|e| format!("cannot read {name}: {e}"))?;
-    Ok(reply.lock.and_then(|l| l.holder).map(|h| h.token))
 }
 
 /// This host's wall clock, Unix ms.
