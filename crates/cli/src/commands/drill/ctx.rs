@@ -3,10 +3,10 @@
 //! with the same connection options, the names of a drill's lock and key
 //! (unique to the run), and the ttl and slack the bounds are made of.
 
+use super::local::LocalCluster;
 use super::process::{Line, Worker, WorkerSpec};
 use super::store::{self, Answer};
 use super::worker::{Fault, WorkerMode};
-use super::local::LocalCluster;
 use super::DrillArgs;
 use crate::commands::{lock_name, Global};
 use crate::error::CliError;

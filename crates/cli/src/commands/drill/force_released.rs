@@ -42,13 +42,18 @@ pub async fn run(ctx: &Ctx, out: &mut Outcome) -> Result<(), String> {
     out.set("lost_cause", lost.field("cause"));
     worker.send("go").await?;
     let stale = worker.expect("STALE", STEP).await?;
-    out.set("next_write", stale.field("result"));
-    out.set("next_write_reason", stale.field("reason"));
+    out.set("next_write", stale.answer());
     check(lost.field("cause") == "released_by_server", || {
-        format!("the holder lost the lock for another cause: {:?}", lost.text)
+        format!(
+            "the holder lost the lock for another cause: {:?}",
+            lost.text
+        )
     })?;
-    check(stale.field("result") == "refused", || {
-        format!("the store did not refuse the holder's next write: {:?}", stale.text)
+    check(stale.refused(), || {
+        format!(
+            "the store did not refuse the holder's next write: {:?}",
+            stale.text
+        )
     })?;
     check(heard <= ms(bound), || {
         format!("the holder heard of the force release {heard} ms after it")

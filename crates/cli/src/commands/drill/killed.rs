@@ -31,9 +31,12 @@ pub async fn run(ctx: &Ctx, out: &mut Outcome) -> Result<(), String> {
     out.set("pass_on_ms", ms(pass_on));
     out.set("new_token", new_token);
     let stale = ctx.write(NAME, held.token).await?;
-    out.set("dead_token_write", stale.to_string());
+    out.set("dead_token_write", stale.figure());
     check(new_token > held.token, || {
-        format!("the new token {new_token} is not above the dead holder's {}", held.token)
+        format!(
+            "the new token {new_token} is not above the dead holder's {}",
+            held.token
+        )
     })?;
     check(matches!(stale, Answer::Refused(_)), || {
         format!("the store did not refuse the dead holder's token: {stale}")

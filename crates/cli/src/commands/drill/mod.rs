@@ -105,7 +105,9 @@ pub async fn run(args: DrillArgs, global: &Global) -> Result<u8, CliError> {
     }
     ctx.finish();
     if args.json {
-        print_json(&Value::Array(outcomes.iter().map(Outcome::to_json).collect()));
+        print_json(&Value::Array(
+            outcomes.iter().map(Outcome::to_json).collect(),
+        ));
     } else {
         println!("{}", report::summary(&outcomes));
     }

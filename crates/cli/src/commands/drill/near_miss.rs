@@ -3,9 +3,9 @@
 //! naming the real lock, and `leasehold diagnose` must name the near miss
 //! (verdict `wrong-key-release`).
 
+use super::check;
 use super::ctx::{Ctx, STEP};
 use super::report::Outcome;
-use super::check;
 use leasehold_client::Error;
 use serde_json::Value;
 
@@ -36,7 +36,12 @@ pub async fn run(ctx: &Ctx, out: &mut Outcome) -> Result<(), String> {
         released.as_ref().err().map(ToString::to_string),
     );
     let diagnosis = ctx
-        .cli(&["diagnose", &ctx.lock(&format!("{NAME}/")), "--json", "--interval=1s"])
+        .cli(&[
+            "diagnose",
+            &ctx.lock(&format!("{NAME}/")),
+            "--json",
+            "--interval=1s",
+        ])
         .await?;
     let verdict = verdict_of(&diagnosis, &real);
     out.set("diagnose_verdict", verdict.clone());

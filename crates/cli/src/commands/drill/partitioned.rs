@@ -51,8 +51,7 @@ pub async fn run(ctx: &Ctx, out: &mut Outcome) -> Result<(), String> {
     proxy.heal();
     worker.send("go").await?;
     let stale = worker.expect("STALE", STEP + ctx.global.timeout).await?;
-    out.set("stale_write", stale.field("result"));
-    out.set("stale_write_reason", stale.field("reason"));
+    out.set("stale_write", stale.answer());
     let lease_after = lease_state(ctx, LeaseId(held.lease)).await?;
     out.set("old_lease_after_heal", lease_after);
     let holder_now = ctx.holder_token(NAME).await?;
@@ -61,10 +60,16 @@ pub async fn run(ctx: &Ctx, out: &mut Outcome) -> Result<(), String> {
         format!("the holder declared the loss {lost_after_ms} ms after the cut")
     })?;
     check(new_token > held.token, || {
-        format!("the new token {new_token} is not above the cut-off holder's {}", held.token)
+        format!(
+            "the new token {new_token} is not above the cut-off holder's {}",
+            held.token
+        )
     })?;
-    check(stale.field("result") == "refused", || {
-        format!("the store did not refuse the cut-off holder's write: {:?}", stale.text)
+    check(stale.refused(), || {
+        format!(
+            "the store did not refuse the cut-off holder's write: {:?}",
+            stale.text
+        )
     })?;
     check(lease_after != "live", || {
         "the cut-off holder's lease is live again after the heal".to_owned()
@@ -92,7 +97,11 @@ async fn leader_addr(ctx: &Ctx) -> Result<SocketAddr, String> {
 /// `proxy` as an endpoint with the scheme of the drill's first endpoint.
 fn endpoint_like(endpoints: &str, proxy: SocketAddr) -> String {
     let first = endpoints.split(',').next().unwrap_or_default();
-    let scheme = if first.starts_with("https://") { "https" } else { "http" };
+    let scheme = if first.starts_with("https://") {
+        "https"
+    } else {
+        "http"
+    };
     format!("{scheme}://{proxy}")
 }
 

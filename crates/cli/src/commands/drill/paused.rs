@@ -56,13 +56,15 @@ pub async fn run(ctx: &Ctx, out: &mut Outcome) -> Result<(), String> {
     );
     worker.send("go").await?;
     let stale = worker.expect("STALE", STEP).await?;
-    out.set("stale_write", stale.field("result"));
-    out.set("stale_write_reason", stale.field("reason"));
+    out.set("stale_write", stale.answer());
     drop(next);
     check(new_token > held.token, || {
-        format!("the new token {new_token} is not above the paused holder's {}", held.token)
+        format!(
+            "the new token {new_token} is not above the paused holder's {}",
+            held.token
+        )
     })?;
-    check(stale.field("result") == "refused", || {
+    check(stale.refused(), || {
         format!("the store did not refuse the stale write: {:?}", stale.text)
     })?;
     check(pass_on <= bound, || {

@@ -59,6 +59,20 @@ impl Line {
             .map_err(|_| format!("worker line without a number {key}=: {:?}", self.text))
     }
 
+    /// A write line's answer as a measured figure: `accepted`,
+    /// `refused: not_holder`, ... (as [`Answer::figure`](super::store::Answer::figure)).
+    pub fn answer(&self) -> String {
+        match self.field("reason") {
+            "" => self.field("result").to_owned(),
+            reason => format!("{}: {reason}", self.field("result")),
+        }
+    }
+
+    /// Whether this is a write the store refused.
+    pub fn refused(&self) -> bool {
+        self.field("result") == "refused"
+    }
+
     /// Whether this is a write the store accepted.
     pub fn accepted(&self) -> bool {
         self.field("result") == "accepted"
@@ -164,7 +178,9 @@ impl Worker {
         let until = Instant::now() + limit;
         let mut writes = Vec::new();
         loop {
-            let line = self.next(until.saturating_duration_since(Instant::now())).await?;
+            let line = self
+                .next(until.saturating_duration_since(Instant::now()))
+                .await?;
             if line.kind != "WROTE" {
                 return Ok((line, writes));
             }
@@ -189,7 +205,9 @@ impl Worker {
     pub async fn accepted_write(&mut self, limit: Duration) -> Result<Line, String> {
         let until = Instant::now() + limit;
         loop {
-            let line = self.next(until.saturating_duration_since(Instant::now())).await?;
+            let line = self
+                .next(until.saturating_duration_since(Instant::now()))
+                .await?;
             match line.kind.as_str() {
                 "WROTE" if line.accepted() => return Ok(line),
                 "WROTE" => {}
@@ -212,9 +230,17 @@ impl Worker {
         let until = Instant::now() + limit;
         loop {
             let left = until.saturating_duration_since(Instant::now());
-            let line = self.next(left).await.map_err(|e| {
-                format!("{e}: the holder did not report the loss within {} ms", limit.as_millis())
-            })?;
+            let line = match self.next(left).await {
+                Ok(line) => line,
+                Err(_) if Instant::now() >= until => {
+                    return Err(format!(
+                        "{} did not report the loss within {} ms",
+                        self.name,
+                        limit.as_millis()
+                    ))
+                }
+                Err(other) => return Err(other),
+            };
             match line.kind.as_str() {
                 "LOST" => return Ok(line),
                 "WROTE" if writes_allowed || line.u64("at_us")? < since_us => {}
@@ -241,7 +267,9 @@ impl Worker {
 
     /// Sends `signal` to the process.
     pub fn signal(&self, signal: libc::c_int) -> Result<(), String> {
-        let pid = self.pid().ok_or_else(|| format!("{} has exited", self.name))?;
+        let pid = self
+            .pid()
+            .ok_or_else(|| format!("{} has exited", self.name))?;
         // SAFETY: kill(2) on our own child, not yet reaped (`child` is only
         // waited for in `reaped` and on drop), with a valid signal.
         let rc = unsafe { libc::kill(pid, signal) };

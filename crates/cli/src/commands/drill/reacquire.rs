@@ -41,12 +41,18 @@ pub async fn run(ctx: &Ctx, out: &mut Outcome) -> Result<(), String> {
     new.send("stop").await?;
     new.expect("RELEASED", STEP).await?;
     check(new_token > held.token, || {
-        format!("the new token {new_token} is not above the old {}", held.token)
+        format!(
+            "the new token {new_token} is not above the old {}",
+            held.token
+        )
     })?;
     check(stored_token == new_token, || {
         format!("the store's highest token is {stored_token}, not the new owner's {new_token}")
     })?;
     check(reacquired <= bound, || {
-        format!("re-acquired {} ms after the old owner was gone", ms(reacquired))
+        format!(
+            "re-acquired {} ms after the old owner was gone",
+            ms(reacquired)
+        )
     })
 }

@@ -47,7 +47,12 @@ pub async fn run(ctx: &Ctx, out: &mut Outcome) -> Result<(), String> {
         ms(held.ttl)
     );
     let done = worker.expect("WORK_DONE", STEP).await?;
-    let seen = sample(ctx, LeaseId(held.lease), done.at + end_bound + held.interval).await?;
+    let seen = sample(
+        ctx,
+        LeaseId(held.lease),
+        done.at + end_bound + held.interval,
+    )
+    .await?;
     worker.send("stop").await?;
     worker.exited(STEP).await?;
     let renewed = seen.last_renewal.map(|at| at - done.at);

@@ -30,6 +30,17 @@ impl fmt::Display for Answer {
     }
 }
 
+impl Answer {
+    /// The answer as a measured figure: `accepted`, `refused: R`, `failed: R`.
+    pub fn figure(&self) -> String {
+        match self {
+            Answer::Accepted => "accepted".to_owned(),
+            Answer::Refused(reason) => format!("refused: {reason}"),
+            Answer::Failed(reason) => format!("failed: {reason}"),
+        }
+    }
+}
+
 /// Writes `value` to `key` as the holder of `lock` with `token`.
 pub async fn write(
     client: &Client,

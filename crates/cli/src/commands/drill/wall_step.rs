@@ -67,7 +67,10 @@ pub async fn run(ctx: &Ctx, out: &mut Outcome) -> Result<(), String> {
     let mut spec = ctx.spec(NAME, "w1");
     spec.env.extend([
         ("LD_PRELOAD".to_owned(), library.display().to_string()),
-        ("FAKETIME_TIMESTAMP_FILE".to_owned(), offset.0.display().to_string()),
+        (
+            "FAKETIME_TIMESTAMP_FILE".to_owned(),
+            offset.0.display().to_string(),
+        ),
         ("FAKETIME_NO_CACHE".to_owned(), "1".to_owned()),
         ("DONT_FAKE_MONOTONIC".to_owned(), "1".to_owned()),
     ]);
@@ -98,9 +101,14 @@ pub async fn run(ctx: &Ctx, out: &mut Outcome) -> Result<(), String> {
     check(stepped > 0, || {
         "the holder's wall clock never showed the step: libfaketime was not in effect".to_owned()
     })?;
-    check(refused == 0, || format!("{refused} write(s) refused after the step"))?;
+    check(refused == 0, || {
+        format!("{refused} write(s) refused after the step")
+    })?;
     check(token_now == Some(held.token), || {
-        format!("the server's holder token is {token_now:?}, not {}", held.token)
+        format!(
+            "the server's holder token is {token_now:?}, not {}",
+            held.token
+        )
     })
 }
 
@@ -123,7 +131,10 @@ async fn writes_until(worker: &mut Worker, until: Instant) -> Result<Vec<Write>,
         };
         let line = line?;
         if line.kind != "WROTE" {
-            return Err(format!("after the wall step the holder said {:?}", line.text));
+            return Err(format!(
+                "after the wall step the holder said {:?}",
+                line.text
+            ));
         }
         writes.push(Write {
             wall_ms: line.u64("wall_ms")?,
@@ -151,4 +162,3 @@ fn libfaketime() -> Option<PathBuf> {
     .map(PathBuf::from)
     .find(|path| path.exists())
 }
-

@@ -172,7 +172,12 @@ async fn work(
         .owner(format!("leasehold-drill:{}", args.writer))
         .grant()
         .await?;
-    let guard = lease.lock(&lock).wait(args.wait).fenced(true).acquire().await?;
+    let guard = lease
+        .lock(&lock)
+        .wait(args.wait)
+        .fenced(true)
+        .acquire()
+        .await?;
     let timing = lease.timing();
     say(format!(
         "HOLDING token={} lease={} ttl_ms={} interval_ms={} margin_ms={} wall_ms={}",
@@ -226,7 +231,11 @@ async fn write_until_lost(
             () = tokio::time::sleep(WRITE_EVERY) => {}
         }
     };
-    say(format!("LOST cause={} at_us={}", lost.cause.label(), boot_us()));
+    say(format!(
+        "LOST cause={} at_us={}",
+        lost.cause.label(),
+        boot_us()
+    ));
     if commands.recv().await == Some(Command::Go) {
         writer.put_and_say("STALE", guard.token()).await;
     }
