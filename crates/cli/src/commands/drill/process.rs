@@ -5,6 +5,7 @@
 //! each bounded.
 
 use super::worker::{Fault, WorkerMode};
+use crate::supervise::die_with_parent;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -130,6 +131,15 @@ impl Worker {
             .arg(format!("--mode={}", mode_flag(spec.mode)));
         if let Some(fault) = spec.fault {
             cmd.arg(format!("--fault={}", fault.as_str()));
+        }
+        // A worker dies with the drill, however the drill ends: a holder
+        // left stopped by SIGSTOP would otherwise stay behind for good.
+        // SAFETY: the closure runs in the child between fork and exec;
+        // `die_with_parent` makes only async-signal-safe calls (prctl,
+        // getppid, raise, _exit) and does not allocate.
+        let parent = std::process::id() as libc::pid_t;
+        unsafe {
+            cmd.pre_exec(move || die_with_parent(parent));
         }
         cmd.envs(spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
