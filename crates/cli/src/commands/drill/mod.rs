@@ -60,15 +60,17 @@ pub struct DrillArgs {
     /// Name prefix of the drill's locks and fenced-store keys.
     #[arg(long, default_value = "drill/")]
     pub prefix: String,
-    /// Run only these drills (comma-separated names; see the list below).
+    /// Run only these drills, comma-separated: killed, paused, partitioned,
+    /// wall-step, force-released, reacquire, renewal-stops, near-miss,
+    /// abandoned.
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     pub only: Vec<String>,
     /// Lease ttl of the drill's holders (short, so the run is quick).
-    #[arg(long, default_value = "2s", value_parser = duration::ttl)]
+    #[arg(long, default_value = "2s", value_parser = duration::ttl, value_name = "DURATION")]
     pub ttl: Duration,
     /// Allowance on top of each promised latency: timers, the commit, the
     /// scheduler of a busy machine.
-    #[arg(long, default_value = "1s", value_parser = duration::parse)]
+    #[arg(long, default_value = "1s", value_parser = duration::parse, value_name = "DURATION")]
     pub slack: Duration,
     /// Print one JSON array: per drill `drill`, `pass`, `measured`, ...
     #[arg(long)]
@@ -179,4 +181,55 @@ fn check(holds: bool, why: impl FnOnce() -> String) -> Result<(), String> {
 /// Milliseconds of `d`, for measured figures.
 fn ms(d: Duration) -> u64 {
     duration::ms(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        drill: DrillArgs,
+    }
+
+    #[test]
+    fn only_keeps_the_run_order_and_refuses_unknown_names() {
+        let names = |only: &[&str]| {
+            let only: Vec<String> = only.iter().map(|s| s.to_string()).collect();
+            chosen(&only).map(|c| c.into_iter().map(|(n, _)| n).collect::<Vec<_>>())
+        };
+        assert_eq!(names(&[]).unwrap().len(), DRILLS.len());
+        assert_eq!(
+            names(&["abandoned", "killed"]).unwrap(),
+            ["killed", "abandoned"]
+        );
+        let error = names(&["kiled"]).unwrap_err();
+        assert_eq!(error.exit, Exit::Usage);
+        assert!(error.message.contains("kiled"), "{}", error.message);
+    }
+
+    #[test]
+    fn the_help_of_only_names_every_drill() {
+        let help = Cli::command().render_long_help().to_string();
+        for (name, _) in DRILLS {
+            assert!(help.contains(name), "--only's help lacks {name}: {help}");
+        }
+    }
+
+    #[test]
+    fn an_outcome_in_json_has_drill_pass_and_measured() {
+        let mut outcome = Outcome::new("killed", "claim");
+        outcome.set("pass_on_ms", 1_900);
+        outcome.pass = Some(true);
+        let json = outcome.to_json();
+        assert_eq!(json["drill"], "killed");
+        assert_eq!(json["pass"], true);
+        assert_eq!(json["measured"]["pass_on_ms"], 1_900);
+        let mut skipped = Outcome::new("wall-step", "claim");
+        skipped.skip("no libfaketime");
+        assert!(!skipped.failed());
+        assert_eq!(skipped.verdict(), "SKIP");
+    }
 }

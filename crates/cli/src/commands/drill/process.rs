@@ -358,3 +358,19 @@ where
     }
     receive
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worker_line_parses_into_kind_and_fields() {
+        let line = Line::parse("STALE token=7 n=3 result=refused reason=not_holder".into());
+        assert_eq!(line.kind, "STALE");
+        assert_eq!(line.u64("token"), Ok(7));
+        assert!(line.refused() && !line.accepted());
+        assert_eq!(line.answer(), "refused: not_holder");
+        assert_eq!(line.field("missing"), "");
+        assert!(line.u64("missing").is_err());
+    }
+}
