@@ -305,16 +305,33 @@ impl Cluster {
             return Err(format!("no more than {NODES_MAX} nodes"));
         }
         let node = Node::new(&self.spec.dir, id, Formation::Join).await?;
-        let addr = node.proxy.addr().to_string();
         self.nodes.insert(id, node);
+        self.join(id).await?;
+        Ok(id)
+    }
+
+    /// Starts node `id` (set to join) and adds it through the cluster.
+    async fn join(&mut self, id: u64) -> Result<(), String> {
+        let addr = self.proxy(id)?.addr().to_string();
         self.spawn(id)?;
         self.await_answering(id).await?;
         let client = self.client().await?;
         client
             .add_member(id, &addr)
             .await
-            .map_err(|e| format!("add node {id}: {e}"))?;
-        Ok(id)
+            .map_err(|e| format!("add node {id} at {addr}: {e}"))?;
+        Ok(())
+    }
+
+    /// Brings back node `id` after it was removed: kills it, wipes its
+    /// data dir, starts it with `--join` at its old address and adds it
+    /// again (as an operator replaces a removed member).
+    pub async fn rejoin_wiped(&mut self, id: u64) -> Result<(), String> {
+        self.kill9(id)?;
+        let node = self.node_mut(id)?;
+        let _ = std::fs::remove_dir_all(&node.data_dir);
+        node.formation = Formation::Join;
+        self.join(id).await
     }
 
     /// Removes node `id` from the membership (its process runs on, removed).

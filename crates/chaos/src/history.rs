@@ -16,6 +16,11 @@ pub struct Lease {
     pub renewals_sent_ms: Vec<u64>,
     /// When its revoke was sent, if it was.
     pub revoke_invoked_ms: Option<u64>,
+    /// When the last acknowledgement (of the grant or a renewal) came back.
+    pub last_ack_ms: u64,
+    /// When its client stopped renewing it while it still held locks (a
+    /// holder that died or stalled), if it did.
+    pub abandoned_ms: Option<u64>,
 }
 
 impl Lease {
@@ -55,6 +60,8 @@ pub struct Hold {
     pub acquire_completed_ms: u64,
     /// When its release was sent, if it was.
     pub release_invoked_ms: Option<u64>,
+    /// When its release was acknowledged, if it was.
+    pub release_completed_ms: Option<u64>,
 }
 
 /// One fenced put to the built-in store whose answer came back.
@@ -87,6 +94,61 @@ pub struct Read {
     pub observed: Option<(u64, String)>,
 }
 
+/// An acquire whose outcome never came back (a timeout, a lost
+/// connection): it may have been granted, under a token nobody saw.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pending {
+    /// The lock.
+    pub lock: String,
+    /// The lease it was for.
+    pub lease: u64,
+    /// When it was sent.
+    pub invoked_ms: u64,
+}
+
+/// One view of a lock's holder (`get`, or one lock of an `ls`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockRead {
+    /// The lock.
+    pub lock: String,
+    /// When the call was sent.
+    pub invoked_ms: u64,
+    /// When its answer came back.
+    pub completed_ms: u64,
+    /// The holder's token it saw (`None`: free).
+    pub holder: Option<u64>,
+}
+
+/// A write sent straight to a node cut off from the majority, while it
+/// was cut off: it must not succeed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Probe {
+    /// The node it was sent to.
+    pub node: u64,
+    /// What it asked (`grant`, `renew`, `acquire`).
+    pub op: String,
+    /// When it was sent.
+    pub invoked_ms: u64,
+    /// When its answer came back.
+    pub completed_ms: u64,
+    /// It succeeded.
+    pub ok: bool,
+    /// When the node was cut off.
+    pub cut_ms: u64,
+    /// When the partition was healed.
+    pub healed_ms: u64,
+}
+
+/// The leases the cluster listed at one moment (every lease in it is the
+/// workload's, so each should be one the workload was granted).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseListing {
+    /// When the listing was sent.
+    pub invoked_ms: u64,
+    /// The lease ids listed.
+    pub ids: Vec<u64>,
+}
+
 /// What a workload recorded.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct History {
@@ -98,4 +160,17 @@ pub struct History {
     pub puts: Vec<Put>,
     /// Every fenced read answered.
     pub reads: Vec<Read>,
+    /// Acquires without an answer.
+    pub pending_acquires: Vec<Pending>,
+    /// Lease grants without an answer (send times).
+    pub pending_grants_ms: Vec<u64>,
+    /// Fenced puts without an answer (`accepted` is meaningless): a read
+    /// may see them.
+    pub unknown_puts: Vec<Put>,
+    /// Views of lock holders.
+    pub lock_reads: Vec<LockRead>,
+    /// Writes sent to a cut-off node.
+    pub probes: Vec<Probe>,
+    /// Lease listings.
+    pub lease_listings: Vec<LeaseListing>,
 }

@@ -24,5 +24,12 @@
 
 pub mod check;
 pub mod cluster;
+pub mod fault;
 pub mod history;
+pub mod liveness;
+pub mod probe;
 pub mod proxy;
+pub mod recorder;
+pub mod report;
+pub mod run;
+pub mod workload;

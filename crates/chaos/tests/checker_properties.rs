@@ -57,6 +57,8 @@ fn correct(steps: &[Step]) -> History {
             granted_invoked_ms: invoked.saturating_sub(5),
             renewals_sent_ms: Vec::new(),
             revoke_invoked_ms: None,
+            last_ack_ms: invoked,
+            abandoned_ms: None,
         };
         let mut hold = Hold {
             lock: format!("lock/{}", s.lock),
@@ -65,6 +67,7 @@ fn correct(steps: &[Step]) -> History {
             acquire_invoked_ms: invoked,
             acquire_completed_ms: completed,
             release_invoked_ms: None,
+            release_completed_ms: None,
         };
         free_at[s.lock] = match s.end {
             End::Released { held_ms } => {
@@ -221,6 +224,8 @@ fn clock_drift_within_the_bound_is_allowed_and_beyond_it_is_not() {
             granted_invoked_ms: 0,
             renewals_sent_ms: vec![1_000],
             revoke_invoked_ms: None,
+            last_ack_ms: 1_010,
+            abandoned_ms: None,
         }],
         holds: vec![
             Hold {
@@ -230,6 +235,7 @@ fn clock_drift_within_the_bound_is_allowed_and_beyond_it_is_not() {
                 acquire_invoked_ms: 0,
                 acquire_completed_ms: 5,
                 release_invoked_ms: None,
+                release_completed_ms: None,
             },
             Hold {
                 lock: "a".into(),
@@ -238,6 +244,7 @@ fn clock_drift_within_the_bound_is_allowed_and_beyond_it_is_not() {
                 acquire_invoked_ms: 9_000,
                 acquire_completed_ms: 10_100,
                 release_invoked_ms: None,
+                release_completed_ms: None,
             },
         ],
         ..History::default()

@@ -1,5 +1,14 @@
 //! The rules a history must keep, each returning every violation with the
 //! operations that prove it (an empty list: the history keeps the rule).
+//! Rules 1-3 are here; the durability of acknowledged writes and the
+//! linearizability of reads are in `reads.rs`; what a cut-off minority and
+//! retried requests may do, in `minority.rs`.
+
+mod minority;
+mod reads;
+
+pub use minority::{minority_writes, orphan_leases};
+pub use reads::{holder_reads, lost_puts, puts_by_holders};
 
 use crate::history::{History, Hold, Put};
 use std::collections::{BTreeMap, HashMap};
@@ -43,7 +52,69 @@ pub enum Violation {
         granted_ms: u64,
         earliest_end_ms: u64,
     },
+    /// A read of `key` begun at `read_ms` saw token `seen` (0: nothing),
+    /// though a put of `acknowledged` had been acknowledged before it.
+    LostPut {
+        key: String,
+        acknowledged: u64,
+        seen: u64,
+        read_ms: u64,
+    },
+    /// A put of `token` to `key` was accepted at `at_ms` although that
+    /// token's holder had ended (a newer grant, or a release) before it
+    /// was sent.
+    PutByNonHolder { key: String, token: u64, at_ms: u64 },
+    /// A view of `lock` begun at `read_ms` saw token `seen` (0: free),
+    /// which was not the holder at any point of the call: `why`.
+    HolderRead {
+        lock: String,
+        seen: u64,
+        read_ms: u64,
+        why: String,
+    },
+    /// A `op` sent to node `node` while it was cut off from the majority
+    /// succeeded (sent at `at_ms`).
+    MinorityWrite { node: u64, op: String, at_ms: u64 },
+    /// The cluster listed `unknown` leases the workload was never granted,
+    /// more than its `pending` unanswered grants explain (a retry with one
+    /// request id had two effects).
+    OrphanLease {
+        unknown: usize,
+        pending: usize,
+        at_ms: u64,
+    },
 }
+
+impl Violation {
+    /// The property it breaks, by the issue's numbering: `tokens` (1),
+    /// `no-early-grant` (2), `fenced-register` (3), `durability` (4),
+    /// `minority-and-retries` (5), `linearizable-reads` (6).
+    pub fn property(&self) -> &'static str {
+        match self {
+            Violation::DuplicateToken { .. } | Violation::TokenOrder { .. } => "tokens",
+            Violation::EarlyGrant { .. } => "no-early-grant",
+            Violation::VersionRegressed { .. }
+            | Violation::FalseRefusal { .. }
+            | Violation::PhantomRead { .. }
+            | Violation::PutByNonHolder { .. } => "fenced-register",
+            Violation::LostPut { .. } => "durability",
+            Violation::MinorityWrite { .. } | Violation::OrphanLease { .. } => {
+                "minority-and-retries"
+            }
+            Violation::HolderRead { .. } => "linearizable-reads",
+        }
+    }
+}
+
+/// Every property, in the issue's order.
+pub const PROPERTIES: [&str; 6] = [
+    "tokens",
+    "no-early-grant",
+    "fenced-register",
+    "durability",
+    "minority-and-retries",
+    "linearizable-reads",
+];
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -90,6 +161,53 @@ impl fmt::Display for Violation {
                 "lock {lock}: token {token} was granted by {granted_ms} ms, but the holder \
                  of token {previous} could not have ended before {earliest_end_ms} ms"
             ),
+            _ => self.fmt_later_rules(f),
+        }
+    }
+}
+
+impl Violation {
+    /// Display of the violations of properties 3 (holders) to 6.
+    fn fmt_later_rules(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Violation::LostPut {
+                key,
+                acknowledged,
+                seen,
+                read_ms,
+            } => write!(
+                f,
+                "key {key}: a read begun at {read_ms} ms saw token {seen}, though a put of \
+                 token {acknowledged} had been acknowledged before"
+            ),
+            Violation::PutByNonHolder { key, token, at_ms } => write!(
+                f,
+                "key {key}: a put of token {token} sent at {at_ms} ms was accepted after \
+                 that token's hold had ended"
+            ),
+            Violation::HolderRead {
+                lock,
+                seen,
+                read_ms,
+                why,
+            } => write!(
+                f,
+                "lock {lock}: a view begun at {read_ms} ms saw token {seen} (0: free): {why}"
+            ),
+            Violation::MinorityWrite { node, op, at_ms } => write!(
+                f,
+                "node {node}, cut off from the majority, acknowledged a {op} sent at {at_ms} ms"
+            ),
+            Violation::OrphanLease {
+                unknown,
+                pending,
+                at_ms,
+            } => write!(
+                f,
+                "a lease listing at {at_ms} ms held {unknown} leases nobody was granted, \
+                 more than the {pending} unanswered grants explain"
+            ),
+            _ => Ok(()),
         }
     }
 }
@@ -100,6 +218,11 @@ pub fn all(history: &History, rate_max: f64) -> Vec<Violation> {
     let mut found = tokens(history);
     found.extend(no_early_grant(history, rate_max));
     found.extend(fenced_register(history));
+    found.extend(puts_by_holders(history));
+    found.extend(lost_puts(history));
+    found.extend(minority_writes(history));
+    found.extend(orphan_leases(history));
+    found.extend(holder_reads(history, rate_max));
     found
 }
 
@@ -128,8 +251,11 @@ pub fn fenced_register(history: &History) -> Vec<Violation> {
             }
         }
         for refused in puts.iter().filter(|p| !p.accepted) {
+            let maybe = history.unknown_puts.iter().filter(|p| p.key == *key);
             let justified = accepted
                 .iter()
+                .map(|a| **a)
+                .chain(maybe)
                 .any(|a| a.token > refused.token && a.invoked_ms < refused.completed_ms);
             if !justified {
                 found.push(Violation::FalseRefusal {
@@ -143,14 +269,19 @@ pub fn fenced_register(history: &History) -> Vec<Violation> {
         let Some((token, value)) = &read.observed else {
             continue;
         };
-        let written = by_key.get(read.key.as_str()).is_some_and(|puts| {
-            puts.iter().any(|p| {
-                p.accepted
-                    && p.token == *token
-                    && &p.value == value
-                    && p.invoked_ms < read.completed_ms
-            })
-        });
+        let wrote = |p: &Put, maybe: bool| {
+            (p.accepted || maybe)
+                && p.token == *token
+                && &p.value == value
+                && p.invoked_ms < read.completed_ms
+        };
+        let written = by_key
+            .get(read.key.as_str())
+            .is_some_and(|puts| puts.iter().any(|p| wrote(p, false)))
+            || history
+                .unknown_puts
+                .iter()
+                .any(|p| p.key == read.key && wrote(p, true));
         if !written {
             found.push(Violation::PhantomRead {
                 key: read.key.clone(),
@@ -219,7 +350,7 @@ pub fn no_early_grant(history: &History, rate_max: f64) -> Vec<Violation> {
     found
 }
 
-fn by_lock(history: &History) -> BTreeMap<String, Vec<&Hold>> {
+pub(crate) fn by_lock(history: &History) -> BTreeMap<String, Vec<&Hold>> {
     let mut locks: BTreeMap<String, Vec<&Hold>> = BTreeMap::new();
     for hold in &history.holds {
         locks.entry(hold.lock.clone()).or_default().push(hold);

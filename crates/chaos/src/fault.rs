@@ -1,0 +1,226 @@
+//! The faults a run injects, each for one window of the schedule, with
+//! its targets (which node, which side) drawn from the run's seed.
+//!
+//! A window is: inject, hold the fault for its share of the run, undo it
+//! (heal the network, resume or restart the processes), wait until a
+//! leader is agreed again. The workload runs throughout; the probes of
+//! `probe.rs` run while a node is cut off from the majority.
+
+use crate::cluster::Cluster;
+use crate::probe::Probes;
+use crate::proxy::LinkFault;
+use crate::recorder::Recorder;
+use crate::workload::Workload;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::Rng;
+use std::time::Duration;
+
+/// Bound on a leader being agreed after a fault is undone.
+const RECOVERY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Delay added to every link by `delay`.
+const DELAY_MS: u64 = 30;
+
+/// Chance in 1000 that a forwarded chunk drops its connection, in `loss`.
+const LOSS_PER_MILLE: u16 = 5;
+
+/// Every fault, by its command-line name.
+pub const ALL: [&str; 14] = [
+    "none",
+    "kill-leader",
+    "kill-random",
+    "kill-all",
+    "pause-leader",
+    "pause-holder",
+    "partition-leader",
+    "partition-minority",
+    "partition-bridge",
+    "partition-one-way",
+    "delay",
+    "loss",
+    "member-change",
+    "restart-all",
+];
+
+/// Parses `--faults` (`all`, or names separated by commas).
+pub fn parse(list: &str) -> Result<Vec<String>, String> {
+    if list == "all" {
+        return Ok(ALL.iter().map(|f| f.to_string()).collect());
+    }
+    let faults: Vec<String> = list.split(',').map(|f| f.trim().to_owned()).collect();
+    for fault in &faults {
+        if !ALL.contains(&fault.as_str()) {
+            return Err(format!(
+                "unknown fault {fault:?}: choose from {} or all",
+                ALL.join(", ")
+            ));
+        }
+    }
+    Ok(faults)
+}
+
+/// What one window needs.
+pub struct Window<'a> {
+    pub cluster: &'a mut Cluster,
+    pub workload: &'a Workload,
+    pub recorder: &'a Recorder,
+    pub rng: &'a mut StdRng,
+    /// How long the fault stays in force.
+    pub hold: Duration,
+}
+
+impl Window<'_> {
+    /// Injects `fault`, holds it, undoes it and waits for a leader.
+    /// Returns what it did, in words.
+    pub async fn run(&mut self, fault: &str) -> Result<String, String> {
+        let did = self.inject(fault).await?;
+        self.cluster.heal();
+        for id in self.cluster.ids() {
+            self.cluster.resume(id).ok();
+            if !self.cluster.running().contains(&id) {
+                self.cluster.restart(id).await?;
+            }
+        }
+        self.cluster.leader(RECOVERY_TIMEOUT).await?;
+        Ok(did)
+    }
+
+    async fn leader(&self) -> Result<u64, String> {
+        self.cluster.leader(RECOVERY_TIMEOUT).await
+    }
+
+    fn random_node(&mut self) -> u64 {
+        let ids = self.cluster.ids();
+        ids[self.rng.random_range(0..ids.len())]
+    }
+
+    async fn inject(&mut self, fault: &str) -> Result<String, String> {
+        let hold = self.hold;
+        match fault {
+            "none" => tokio::time::sleep(hold).await,
+            "kill-leader" | "kill-random" => {
+                let id = match fault {
+                    "kill-leader" => self.leader().await?,
+                    _ => self.random_node(),
+                };
+                self.cluster.kill9(id)?;
+                tokio::time::sleep(hold).await;
+                self.cluster.restart(id).await?;
+                return Ok(format!("kill -9 of node {id}, restarted after {hold:?}"));
+            }
+            "kill-all" | "restart-all" => {
+                for id in self.cluster.ids() {
+                    self.cluster.kill9(id)?;
+                }
+                if fault == "kill-all" {
+                    tokio::time::sleep(hold / 2).await;
+                }
+                for id in self.cluster.ids() {
+                    self.cluster.restart(id).await?;
+                }
+                tokio::time::sleep(hold / 2).await;
+            }
+            "pause-leader" => {
+                let id = self.leader().await?;
+                self.cluster.pause(id)?;
+                tokio::time::sleep(hold).await;
+                self.cluster.resume(id)?;
+                return Ok(format!("SIGSTOP of leader {id} for {hold:?}"));
+            }
+            "pause-holder" => {
+                self.workload.stall_holders(4);
+                tokio::time::sleep(hold).await;
+            }
+            "partition-leader" => {
+                let id = self.leader().await?;
+                return self.cut_off(&[id], LinkFault::PARTITION).await;
+            }
+            "partition-minority" => {
+                let mut ids = self.cluster.ids();
+                ids.shuffle(self.rng);
+                ids.truncate((ids.len() - 1) / 2);
+                return self.cut_off(&ids, LinkFault::PARTITION).await;
+            }
+            "partition-bridge" => return self.bridge().await,
+            "partition-one-way" => return self.one_way().await,
+            "delay" | "loss" => {
+                let link = match fault {
+                    "delay" => LinkFault {
+                        delay_ms: DELAY_MS,
+                        ..LinkFault::default()
+                    },
+                    _ => LinkFault {
+                        reset_per_mille: LOSS_PER_MILLE,
+                        ..LinkFault::default()
+                    },
+                };
+                for id in self.cluster.ids() {
+                    self.cluster.proxy(id)?.set_everyone(link);
+                }
+                tokio::time::sleep(hold).await;
+            }
+            "member-change" => {
+                let id = self.leader().await?;
+                self.cluster.remove_node(id).await?;
+                tokio::time::sleep(hold / 2).await;
+                self.cluster.rejoin_wiped(id).await?;
+                return Ok(format!("leader {id} removed, wiped and added back"));
+            }
+            other => return Err(format!("unknown fault {other:?}")),
+        }
+        Ok(fault.to_owned())
+    }
+
+    /// Cuts `side` off from the others with `link` for the hold, probing
+    /// the side with writes meanwhile.
+    async fn cut_off(&mut self, side: &[u64], link: LinkFault) -> Result<String, String> {
+        self.cluster.block(side, &self.cluster.others(side), link)?;
+        self.cluster.block(&self.cluster.others(side), side, link)?;
+        self.probe(side).await?;
+        Ok(format!("nodes {side:?} cut off for {:?}", self.hold))
+    }
+
+    /// Sends writes to `nodes` for the hold, then heals.
+    async fn probe(&mut self, nodes: &[u64]) -> Result<(), String> {
+        let probes = Probes::start(self.cluster, nodes, self.recorder.clone()).await?;
+        tokio::time::sleep(self.hold).await;
+        let healed_ms = self.recorder.now_ms();
+        self.cluster.heal();
+        probes.stop(healed_ms).await;
+        Ok(())
+    }
+
+    /// One node bridges two halves that cannot reach each other.
+    async fn bridge(&mut self) -> Result<String, String> {
+        let mut ids = self.cluster.ids();
+        ids.shuffle(self.rng);
+        let bridge = ids.remove(0);
+        let (left, right) = ids.split_at(ids.len() / 2);
+        self.cluster.block(left, right, LinkFault::PARTITION)?;
+        self.cluster.block(right, left, LinkFault::PARTITION)?;
+        tokio::time::sleep(self.hold).await;
+        Ok(format!("node {bridge} bridges {left:?} and {right:?}"))
+    }
+
+    /// The leader hears everyone but nobody hears it.
+    async fn one_way(&mut self) -> Result<String, String> {
+        let id = self.leader().await?;
+        let others = self.cluster.others(&[id]);
+        let up = LinkFault {
+            stall_up: true,
+            ..LinkFault::default()
+        };
+        let down = LinkFault {
+            stall_down: true,
+            ..LinkFault::default()
+        };
+        self.cluster.block(&[id], &others, up)?;
+        self.cluster.block(&others, &[id], down)?;
+        self.probe(&[id]).await?;
+        Ok(format!(
+            "leader {id} can hear but not be heard for {:?}",
+            self.hold
+        ))
+    }
+}

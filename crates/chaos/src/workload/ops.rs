@@ -1,0 +1,261 @@
+//! Each client operation of the workload, sent through the client library
+//! and recorded with its invoke and complete times and its outcome. An
+//! outcome is *definite* (the server said yes or no) or *unknown* (a
+//! timeout, no leader, a lost connection: it may or may not have taken
+//! effect); the checker treats unknown outcomes as "maybe".
+
+use crate::history::{Hold, Lease, LockRead, Pending, Put, Read};
+use crate::recorder::Recorder;
+use leasehold_client::wire::GetLockResponse;
+use leasehold_client::{
+    owner_info, Client, Consistency, Error, FencedKey, LeaseId, LockName, LockOptions, Token,
+};
+use std::time::Duration;
+
+/// Whether an error leaves the operation's effect unknown.
+pub fn unknown(error: &Error) -> bool {
+    matches!(
+        error,
+        Error::Unavailable { .. }
+            | Error::Timeout { .. }
+            | Error::Internal { .. }
+            | Error::Server { .. }
+            | Error::NotLeader { .. }
+    )
+}
+
+/// One client of the workload with the recorder it writes to.
+#[derive(Clone)]
+pub struct Ops {
+    pub client: Client,
+    pub recorder: Recorder,
+}
+
+impl Ops {
+    /// Grants a lease of `ttl`; records it (or the unknown grant).
+    pub async fn grant(&self, ttl: Duration, owner: &str) -> Option<u64> {
+        let invoked_ms = self.recorder.now_ms();
+        self.recorder.op(invoked_ms);
+        let granted = self
+            .client
+            .grant_lease(ttl, owner_info(Some(owner.to_owned()), Vec::new()))
+            .await;
+        let completed_ms = self.recorder.now_ms();
+        let mut recorded = self.recorder.lock();
+        match granted {
+            Ok(granted) => {
+                recorded.history.leases.push(Lease {
+                    id: granted.lease.0,
+                    ttl_ms: granted.ttl.as_millis() as u64,
+                    granted_invoked_ms: invoked_ms,
+                    renewals_sent_ms: Vec::new(),
+                    revoke_invoked_ms: None,
+                    last_ack_ms: completed_ms,
+                    abandoned_ms: None,
+                });
+                Some(granted.lease.0)
+            }
+            Err(error) => {
+                if unknown(&error) {
+                    recorded.history.pending_grants_ms.push(invoked_ms);
+                }
+                None
+            }
+        }
+    }
+
+    /// Renews `lease` once; records an acknowledged renewal. `Err(true)`:
+    /// the lease is gone for good.
+    pub async fn renew(&self, lease: u64) -> Result<(), bool> {
+        let invoked_ms = self.recorder.now_ms();
+        self.recorder.op(invoked_ms);
+        match self.client.renew_lease(LeaseId(lease)).await {
+            Ok(_) => {
+                let completed_ms = self.recorder.now_ms();
+                self.recorder.lease(lease, |l| {
+                    l.renewals_sent_ms.push(invoked_ms);
+                    l.last_ack_ms = completed_ms;
+                });
+                Ok(())
+            }
+            Err(error) => Err(!unknown(&error)),
+        }
+    }
+
+    /// Revokes `lease` (its locks are freed).
+    pub async fn revoke(&self, lease: u64) {
+        let invoked_ms = self.recorder.now_ms();
+        self.recorder.op(invoked_ms);
+        self.recorder
+            .lease(lease, |l| l.revoke_invoked_ms = Some(invoked_ms));
+        let _ = self.client.revoke_lease(LeaseId(lease)).await;
+    }
+
+    /// Acquires `lock` for `lease`, waiting up to `wait`; records the hold
+    /// (or the unknown attempt). Returns the token.
+    pub async fn acquire(&self, lease: u64, lock: &LockName, wait: Duration) -> Option<u64> {
+        let invoked_ms = self.recorder.now_ms();
+        self.recorder.op(invoked_ms);
+        let options = LockOptions::default().wait(wait).fenced(true);
+        let acquired = self.client.acquire(LeaseId(lease), lock, &options).await;
+        let completed_ms = self.recorder.now_ms();
+        let mut recorded = self.recorder.lock();
+        let name = lock.to_string();
+        let history = &mut recorded.history;
+        match acquired {
+            Ok(acquired) => {
+                let token = acquired.token.0;
+                let known = |h: &Hold| h.lock == name && h.token == token;
+                if acquired.already_held && history.holds.iter().any(known) {
+                    return Some(token);
+                }
+                // A grant already held, unrecorded: an earlier acquire of
+                // this lease whose answer was lost made it; it was sent then.
+                let earlier = acquired.already_held.then(|| {
+                    let pending = history.pending_acquires.iter();
+                    pending
+                        .filter(|p| p.lock == name && p.lease == lease)
+                        .map(|p| p.invoked_ms)
+                        .min()
+                });
+                history.holds.push(Hold {
+                    lock: name,
+                    token,
+                    lease,
+                    acquire_invoked_ms: earlier.flatten().unwrap_or(invoked_ms),
+                    acquire_completed_ms: completed_ms,
+                    release_invoked_ms: None,
+                    release_completed_ms: None,
+                });
+                Some(token)
+            }
+            Err(error) => {
+                if unknown(&error) {
+                    history.pending_acquires.push(Pending {
+                        lock: name,
+                        lease,
+                        invoked_ms,
+                    });
+                }
+                None
+            }
+        }
+    }
+
+    /// Releases `lock` held by `lease` under `token`.
+    pub async fn release(&self, lease: u64, lock: &LockName, token: u64) {
+        let invoked_ms = self.recorder.now_ms();
+        self.recorder.op(invoked_ms);
+        let name = lock.to_string();
+        self.recorder
+            .hold(&name, token, |h| h.release_invoked_ms = Some(invoked_ms));
+        let released = self
+            .client
+            .release(LeaseId(lease), lock, Token(token))
+            .await;
+        if released.is_ok() {
+            let completed_ms = self.recorder.now_ms();
+            self.recorder.hold(&name, token, |h| {
+                h.release_completed_ms = Some(completed_ms)
+            });
+        }
+    }
+
+    /// Writes `value` to the fenced key named as `lock` with `token`;
+    /// records an accepted or stale-refused put, or an unknown one.
+    pub async fn put(&self, lock: &LockName, token: u64, value: String) {
+        let Ok(key) = FencedKey::parse(lock.as_str()) else {
+            return;
+        };
+        let invoked_ms = self.recorder.now_ms();
+        self.recorder.op(invoked_ms);
+        let written = self
+            .client
+            .fenced_put(&key, value.clone().into_bytes(), lock, Token(token))
+            .await;
+        let completed_ms = self.recorder.now_ms();
+        let put = |accepted| Put {
+            key: key.to_string(),
+            token,
+            value: value.clone(),
+            invoked_ms,
+            completed_ms,
+            accepted,
+        };
+        let mut recorded = self.recorder.lock();
+        match written {
+            Ok(_) => recorded.history.puts.push(put(true)),
+            Err(Error::StaleToken { .. }) => recorded.history.puts.push(put(false)),
+            Err(error) if unknown(&error) => recorded.history.unknown_puts.push(put(false)),
+            // NotHolder, NoSuchLock: refused without a newer write; nothing written.
+            Err(_) => {}
+        }
+    }
+
+    /// Reads the fenced key named as `lock` (linearizable).
+    pub async fn read(&self, lock: &LockName) {
+        let Ok(key) = FencedKey::parse(lock.as_str()) else {
+            return;
+        };
+        let invoked_ms = self.recorder.now_ms();
+        self.recorder.op(invoked_ms);
+        let Ok(found) = self
+            .client
+            .fenced_get(&key, Consistency::Linearizable)
+            .await
+        else {
+            return;
+        };
+        let completed_ms = self.recorder.now_ms();
+        let observed = found.map(|v| (v.token.0, String::from_utf8_lossy(&v.value).into_owned()));
+        self.recorder.lock().history.reads.push(Read {
+            key: key.to_string(),
+            invoked_ms,
+            completed_ms,
+            observed,
+        });
+    }
+
+    /// Reads `lock`'s holder (linearizable `get`).
+    pub async fn get(&self, lock: &LockName) {
+        let invoked_ms = self.recorder.now_ms();
+        self.recorder.op(invoked_ms);
+        let holder = match self.client.get_lock(lock, Consistency::Linearizable).await {
+            Ok(GetLockResponse { lock: info, .. }) => info.and_then(|i| i.holder).map(|h| h.token),
+            Err(Error::NoSuchLock { .. }) => None,
+            Err(_) => return,
+        };
+        let completed_ms = self.recorder.now_ms();
+        self.recorder.lock().history.lock_reads.push(LockRead {
+            lock: lock.to_string(),
+            invoked_ms,
+            completed_ms,
+            holder,
+        });
+    }
+
+    /// Lists the locks under `prefix` (linearizable `ls`): one view per
+    /// lock of `locks` (absent: free).
+    pub async fn list(&self, prefix: &str, locks: &[LockName]) {
+        let invoked_ms = self.recorder.now_ms();
+        self.recorder.op(invoked_ms);
+        let Ok(listed) = self
+            .client
+            .list_locks(prefix, Consistency::Linearizable)
+            .await
+        else {
+            return;
+        };
+        let completed_ms = self.recorder.now_ms();
+        let mut recorded = self.recorder.lock();
+        for lock in locks {
+            let info = listed.locks.iter().find(|i| i.name == lock.as_str());
+            recorded.history.lock_reads.push(LockRead {
+                lock: lock.to_string(),
+                invoked_ms,
+                completed_ms,
+                holder: info.and_then(|i| i.holder.as_ref()).map(|h| h.token),
+            });
+        }
+    }
+}

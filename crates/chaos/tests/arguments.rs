@@ -1,0 +1,34 @@
+//! `leasehold-chaos` refuses what it cannot run with exit 2 and a sentence
+//! that says what to do, before it starts any process.
+
+use std::process::Command;
+
+fn chaos(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_leasehold-chaos"))
+        .args(args)
+        .output()
+        .expect("run leasehold-chaos");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn an_unknown_fault_is_named_with_the_choices() {
+    let (code, stderr) = chaos(&["--faults", "kill-leader,meteor", "--leasehold", "/bin/true"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("unknown fault \"meteor\""), "{stderr}");
+    assert!(stderr.contains("partition-leader"), "{stderr}");
+}
+
+#[test]
+fn a_missing_leasehold_binary_says_how_to_get_one() {
+    let (code, stderr) = chaos(&["--leasehold", "/nonexistent/leasehold"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("no leasehold binary at /nonexistent/leasehold"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--leasehold PATH"), "{stderr}");
+}
