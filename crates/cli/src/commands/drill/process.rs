@@ -228,9 +228,9 @@ impl Worker {
 
     /// Reads until the worker reports `LOST`, within `limit` in all, and
     /// returns that line. Writes before it are passed over, unless
-    /// `writes_allowed` is false: then a write the worker made after
+    /// `writes_allowed` is false: then a write the worker sent after
     /// `since_us` (boot clock) is an error, as the holder wrote without
-    /// noticing its loss.
+    /// noticing its loss (one sent before, answered after, is not).
     pub async fn await_lost(
         &mut self,
         limit: Duration,
@@ -253,7 +253,7 @@ impl Worker {
             };
             match line.kind.as_str() {
                 "LOST" => return Ok(line),
-                "WROTE" if writes_allowed || line.u64("at_us")? < since_us => {}
+                "WROTE" if writes_allowed || line.u64("sent_us")? < since_us => {}
                 "WROTE" => {
                     return Err(format!(
                         "{} wrote without noticing it had lost the lock: {:?}",

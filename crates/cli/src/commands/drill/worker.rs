@@ -144,13 +144,15 @@ struct Writer {
 }
 
 impl Writer {
-    /// One write with `token`, reported as a `kind` line.
+    /// One write with `token`, reported as a `kind` line: when it was
+    /// sent (`sent_us`) and answered (`at_us`), on the boot clock.
     async fn put_and_say(&mut self, kind: &str, token: Token) {
         self.writes += 1;
         let value = format!("{}#{}", self.name, self.writes).into_bytes();
+        let sent_us = boot_us();
         let answer = store::write(&self.client, &self.key, &self.lock, token, value).await;
         say(format!(
-            "{kind} token={} n={} wall_ms={} at_us={} {answer}",
+            "{kind} token={} n={} wall_ms={} sent_us={sent_us} at_us={} {answer}",
             token.0,
             self.writes,
             wall_ms(),
