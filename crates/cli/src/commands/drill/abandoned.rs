@@ -23,9 +23,8 @@ pub async fn run(ctx: &Ctx, out: &mut Outcome) -> Result<(), String> {
     let (mut worker, held) = ctx.holder("holder", &ctx.spec(NAME, "w1")).await?;
     let bound = held.ttl + ctx.slack;
     out.bound = format!(
-        "the queued waiter gets the lock within ttl {} ms + slack {} ms of the abandonment",
-        ms(held.ttl),
-        ms(ctx.slack)
+        "the queued waiter gets the lock within ttl {} of the abandonment",
+        ctx.plus_slack(held.ttl)
     );
     let acquire = ctx.acquire(NAME, bound + STEP);
     tokio::pin!(acquire);

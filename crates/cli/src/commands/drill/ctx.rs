@@ -117,6 +117,11 @@ impl Ctx {
         drop(self.local);
     }
 
+    /// `d` and the slack on top, as a bound reads: `2000 ms + slack 1000 ms`.
+    pub fn plus_slack(&self, d: Duration) -> String {
+        format!("{} ms + slack {} ms", d.as_millis(), self.slack.as_millis())
+    }
+
     /// The lock of `drill`.
     pub fn lock(&self, drill: &str) -> String {
         format!("{}{drill}", self.base)

@@ -19,9 +19,8 @@ pub async fn run(ctx: &Ctx, out: &mut Outcome) -> Result<(), String> {
     let (mut worker, held) = ctx.holder("holder", &ctx.spec(NAME, "w1")).await?;
     let bound = held.interval + ctx.slack;
     out.bound = format!(
-        "loss heard within one renewal interval {} ms + slack {} ms",
-        ms(held.interval),
-        ms(ctx.slack)
+        "loss heard within one renewal interval {}",
+        ctx.plus_slack(held.interval)
     );
     let force = ForceRelease {
         expected_token: Token(held.token),

@@ -19,9 +19,8 @@ pub async fn run(ctx: &Ctx, out: &mut Outcome) -> Result<(), String> {
     let (mut worker, held) = ctx.holder("holder", &ctx.spec(NAME, "w1")).await?;
     let bound = held.ttl + ctx.slack;
     out.bound = format!(
-        "passes on within ttl {} ms + slack {} ms of SIGKILL",
-        ms(held.ttl),
-        ms(ctx.slack)
+        "passes on within ttl {} of SIGKILL",
+        ctx.plus_slack(held.ttl)
     );
     out.set("dead_token", held.token);
     let killed_at = worker.kill(STEP).await?;

@@ -32,9 +32,8 @@ pub async fn run(ctx: &Ctx, out: &mut Outcome) -> Result<(), String> {
     let (mut worker, held) = ctx.holder("holder", &spec).await?;
     let loss_bound = held.ttl + ctx.slack;
     out.bound = format!(
-        "loss declared within ttl {} ms + slack {} ms of the cut; no renewal after heal",
-        ms(held.ttl),
-        ms(ctx.slack)
+        "loss declared within ttl {} of the cut; no renewal after heal",
+        ctx.plus_slack(held.ttl)
     );
     out.set("old_token", held.token);
     let cut_us = boot_us();

@@ -25,11 +25,7 @@ const POLL_EVERY: Duration = Duration::from_millis(10);
 pub async fn run(ctx: &Ctx, out: &mut Outcome) -> Result<(), String> {
     let (mut worker, held) = ctx.holder("holder", &ctx.spec(NAME, "w1")).await?;
     let bound = held.ttl + ctx.slack;
-    out.bound = format!(
-        "lock passes on within ttl {} ms + slack {} ms of SIGSTOP; no write after resuming before the loss is seen",
-        ms(held.ttl),
-        ms(ctx.slack)
-    );
+    out.bound = format!("lock passes on within ttl {} of SIGSTOP; no write sent after resuming before the loss is seen", ctx.plus_slack(held.ttl));
     out.set("old_token", held.token);
     worker.signal(libc::SIGSTOP)?;
     let stopped_at = Instant::now();

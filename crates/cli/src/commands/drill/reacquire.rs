@@ -18,9 +18,8 @@ pub async fn run(ctx: &Ctx, out: &mut Outcome) -> Result<(), String> {
     let (mut old, held) = ctx.holder("old owner", &ctx.spec(NAME, "w1")).await?;
     let bound = held.ttl + ctx.slack;
     out.bound = format!(
-        "acquired within one lease ({} ms) + slack {} ms of the old owner being gone",
-        ms(held.ttl),
-        ms(ctx.slack)
+        "acquired within one lease {} of the old owner being gone",
+        ctx.plus_slack(held.ttl)
     );
     out.set("old_token", held.token);
     let gone_at = old.kill(STEP).await?;

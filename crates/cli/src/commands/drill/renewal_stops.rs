@@ -41,10 +41,9 @@ pub async fn run(ctx: &Ctx, out: &mut Outcome) -> Result<(), String> {
     let renew_bound = held.interval + ctx.slack;
     let end_bound = held.ttl + ctx.slack;
     out.bound = format!(
-        "no renewal later than one interval {} ms + slack {} ms after the work; lease gone within ttl {} ms + slack",
-        ms(held.interval),
-        ms(ctx.slack),
-        ms(held.ttl)
+        "no renewal later than one interval {} after the work; lease gone within ttl {}",
+        ctx.plus_slack(held.interval),
+        ctx.plus_slack(held.ttl)
     );
     let done = worker.expect("WORK_DONE", STEP).await?;
     let seen = sample(
