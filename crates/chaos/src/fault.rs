@@ -25,8 +25,25 @@ const DELAY_MS: u64 = 30;
 /// Chance in 1000 that a forwarded chunk drops its connection, in `loss`.
 const LOSS_PER_MILLE: u16 = 5;
 
-/// Every fault, by its command-line name.
-pub const ALL: [&str; 14] = [
+/// How fast every node's monotonic clock runs in `clock-fast`: within the
+/// documented bound (the client's margin, ttl/10, covers a server clock up
+/// to 1/0.9 ≈ 1.11 times as fast as the holder's).
+pub const CLOCK_RATE_WITHIN: f64 = 1.05;
+
+/// ... and in `clock-fast-beyond`, which breaks that bound on purpose: a
+/// lease then ends a third early, and the checker must say so.
+pub const CLOCK_RATE_BEYOND: f64 = 1.5;
+
+/// Where Debian's `faketime` package puts the library (override with
+/// `LEASEHOLD_CHAOS_FAKETIME`).
+const FAKETIME_LIBRARY: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+
+/// Faults that break a documented bound on purpose, to show the checker
+/// finds what follows; not part of `all`.
+pub const BEYOND: [&str; 1] = ["clock-fast-beyond"];
+
+/// Every fault `all` runs, by its command-line name.
+pub const ALL: [&str; 15] = [
     "none",
     "kill-leader",
     "kill-random",
@@ -41,6 +58,7 @@ pub const ALL: [&str; 14] = [
     "loss",
     "member-change",
     "restart-all",
+    "clock-fast",
 ];
 
 /// Parses `--faults` (`all`, or names separated by commas).
@@ -50,10 +68,11 @@ pub fn parse(list: &str) -> Result<Vec<String>, String> {
     }
     let faults: Vec<String> = list.split(',').map(|f| f.trim().to_owned()).collect();
     for fault in &faults {
-        if !ALL.contains(&fault.as_str()) {
+        if !ALL.contains(&fault.as_str()) && !BEYOND.contains(&fault.as_str()) {
             return Err(format!(
-                "unknown fault {fault:?}: choose from {} or all",
-                ALL.join(", ")
+                "unknown fault {fault:?}: choose from {}, {} or all",
+                ALL.join(", "),
+                BEYOND.join(", ")
             ));
         }
     }
@@ -167,9 +186,40 @@ impl Window<'_> {
                 self.cluster.rejoin_wiped(id).await?;
                 return Ok(format!("leader {id} removed, wiped and added back"));
             }
+            "clock-fast" | "clock-fast-beyond" => {
+                let rate = match fault {
+                    "clock-fast" => CLOCK_RATE_WITHIN,
+                    _ => CLOCK_RATE_BEYOND,
+                };
+                self.roll_clocks(Some(rate)).await?;
+                self.workload.stall_holders(4);
+                tokio::time::sleep(hold).await;
+                self.roll_clocks(None).await?;
+                return Ok(format!("every node's clock {rate}x fast for {hold:?}"));
+            }
             other => return Err(format!("unknown fault {other:?}")),
         }
         Ok(fault.to_owned())
+    }
+
+    /// Restarts the nodes one at a time (a leader agreed between two) with
+    /// their monotonic clock running `rate` times as fast (libfaketime), or
+    /// at the true rate with `None`.
+    async fn roll_clocks(&mut self, rate: Option<f64>) -> Result<(), String> {
+        let env = match rate {
+            Some(rate) => vec![
+                ("LD_PRELOAD".to_owned(), faketime_library()?),
+                ("FAKETIME".to_owned(), format!("+0 x{rate}")),
+            ],
+            None => Vec::new(),
+        };
+        for id in self.cluster.ids() {
+            self.cluster.set_env(id, env.clone())?;
+            self.cluster.kill9(id)?;
+            self.cluster.restart(id).await?;
+            self.leader().await?;
+        }
+        Ok(())
     }
 
     /// Cuts `side` off from the others with `link` for the hold, probing
@@ -221,6 +271,20 @@ impl Window<'_> {
         Ok(format!(
             "leader {id} can hear but not be heard for {:?}",
             self.hold
+        ))
+    }
+}
+
+/// libfaketime's path, checked.
+fn faketime_library() -> Result<String, String> {
+    let path =
+        std::env::var("LEASEHOLD_CHAOS_FAKETIME").unwrap_or_else(|_| FAKETIME_LIBRARY.into());
+    if std::path::Path::new(&path).is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "the clock faults need libfaketime, not found at {path}: install it (apt-get install \
+             faketime) or set LEASEHOLD_CHAOS_FAKETIME to its libfaketimeMT.so.1"
         ))
     }
 }
