@@ -45,6 +45,10 @@ pub enum Exit {
     /// 8: `diagnose` found a lock that is not healthy (or clock skew): the
     /// verdicts are printed as usual; the code lets a script gate on them.
     Unhealthy = 8,
+    /// 9: `drill`: at least one drill failed (a skipped drill is not a
+    /// failure); each drill's PASS/FAIL, what it measured and the bound it
+    /// checked are printed as usual.
+    DrillFailed = 9,
     /// 130 (128 + SIGINT, as a shell reports a command Ctrl-C stopped):
     /// interrupted while waiting (`acquire --wait`); nothing is left held.
     Interrupted = 130,
@@ -69,6 +73,7 @@ impl Exit {
             Exit::LockLost => "LockLost",
             Exit::Permission => "Permission",
             Exit::Unhealthy => "Unhealthy",
+            Exit::DrillFailed => "DrillFailed",
             Exit::Interrupted => "Interrupted",
         }
     }

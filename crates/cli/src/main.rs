@@ -43,7 +43,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use commands::{
     acquire, fenced, force_release, get, lease, lock, ls, member, release, serve, status, Global,
 };
-use commands::{audit, auth, diagnose, events};
+use commands::{audit, auth, diagnose, drill, events};
 use error::CliError;
 use exit::Exit;
 use std::process::ExitCode;
@@ -82,6 +82,13 @@ enum Command {
     /// orphaned, renewing past their work, held by a gone owner, released
     /// under the wrong key, or starving waiters; and reports clock skew.
     Diagnose(diagnose::DiagnoseArgs),
+    /// Rehearses the stale-owner incidents (a holder killed, paused,
+    /// partitioned, its wall clock stepped, force-released; renewal after
+    /// the work; a near-miss release) and says PASS or FAIL for each.
+    Drill(drill::DrillArgs),
+    /// A drill's holder process (run by `drill`, not by hand).
+    #[command(hide = true)]
+    DrillWorker(drill::worker::WorkerArgs),
     /// Describes one lock.
     Get(get::GetArgs),
     /// Lists locks by name prefix.
@@ -173,12 +180,14 @@ fn wants_json(matches: &clap::ArgMatches) -> bool {
 }
 
 /// Runs the command; `Ok` carries the exit code (0, or for `lock` the
-/// command's own, for `diagnose` 8 if anything is unhealthy).
+/// command's own, for `diagnose` 8 if anything is unhealthy, for `drill`
+/// 9 if a drill failed).
 async fn run(cli: Cli) -> Result<u8, CliError> {
     let global = &cli.global;
     match cli.command {
         Command::Lock(args) => return lock::run(args, global).await,
         Command::Diagnose(args) => return diagnose::run(args, global).await,
+        Command::Drill(args) => return drill::run(args, global).await,
         _ => {}
     }
     run_plain(cli.command, global)
@@ -196,6 +205,8 @@ async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
         Command::ForceRelease(args) => force_release::run(args, global).await,
         Command::Events(args) => events::run(args, global).await,
         Command::Diagnose(_) => unreachable!("handled by run"),
+        Command::Drill(_) => unreachable!("handled by run"),
+        Command::DrillWorker(args) => drill::worker::run(args, global).await,
         Command::Get(args) => get::run(args, global).await,
         Command::Ls(args) => ls::run(args, global).await,
         Command::Fenced { cmd } => fenced::run(cmd, global).await,

@@ -6,6 +6,7 @@ pub mod acquire;
 pub mod audit;
 pub mod auth;
 pub mod diagnose;
+pub mod drill;
 pub mod events;
 pub mod fenced;
 pub mod force_release;

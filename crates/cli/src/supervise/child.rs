@@ -254,8 +254,9 @@ impl Drop for Supervised {
 
 /// Runs in the child between fork and exec: asks the kernel for SIGKILL when
 /// the parent dies, and closes the race where it died before we asked.
-/// Only async-signal-safe calls; no allocation.
-fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
+/// Only async-signal-safe calls; no allocation. (`leasehold drill` binds its
+/// worker processes to its life with it too.)
+pub fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
     let signal = libc::SIGKILL as libc::c_ulong;
     // SAFETY: PR_SET_PDEATHSIG reads one integer argument and only sets a
     // flag on this process.

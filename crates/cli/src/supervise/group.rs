@@ -121,6 +121,12 @@ pub(super) fn process_alive(pid: libc::pid_t) -> bool {
     read_stat(pid).is_some_and(|stat| stat.is_live())
 }
 
+/// Whether process `pid` is stopped (state `T`, per `/proc`): `leasehold
+/// drill` waits for its SIGSTOP of a holder to land.
+pub fn process_stopped(pid: libc::pid_t) -> bool {
+    read_stat(pid).is_some_and(|stat| stat.state == 'T')
+}
+
 /// Reads `/proc/PID/stat`; `None` if the process is gone or the file does
 /// not parse.
 fn read_stat(pid: libc::pid_t) -> Option<Stat> {

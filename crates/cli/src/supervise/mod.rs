@@ -43,8 +43,9 @@ mod watchdog;
 
 // What `commands::lock` names; the other public types (`Termination`,
 // `ProcessGroup`, the errors) reach it as return values.
-pub use child::Supervised;
+pub use child::{die_with_parent, Supervised};
 pub use error::WaitError;
 pub use exit_code::exit_code;
+pub use group::process_stopped;
 pub use runnable::check_runnable;
 pub use signals::{signal_name, Forwarder};
