@@ -47,6 +47,7 @@ pub use listener::{ApplyListener, NoopListener};
 pub use log_store::LogStore;
 pub use shared::{AppliedState, SharedState};
 pub use state_machine::StateMachineStore;
+pub use wal::{tear_wal_tail, wal_records, RecordPlace, TornTail};
 
 use redb::{Database, TableDefinition};
 use std::path::{Path, PathBuf};
@@ -161,6 +162,12 @@ pub enum OpenError {
     Load { path: PathBuf, source: DbError },
 }
 
+/// What an operator does about a damaged data dir, in every such error.
+pub const WHAT_TO_DO_WHEN_DAMAGED: &str = "Restore this node's data dir from a backup; or, in a \
+    cluster whose other members hold the data, remove this node (`leasehold member remove ID` on \
+    a live member), start it with `--join` on an empty data dir, and add it again with \
+    `leasehold member add ID ADDR`";
+
 /// A failure inside the storage layer: redb, the log files, encoding, or the
 /// blocking pool.
 /// Trait methods wrap it in openraft's `StorageError` with the operation.
@@ -175,6 +182,35 @@ pub enum DbError {
     /// The log's files contradict themselves (a bug, or outside tampering).
     #[error("log corrupt: {0}")]
     Corrupt(String),
+    /// A log record is damaged and valid records follow it: not a torn
+    /// tail but lost acknowledged entries (see `wal::recovery`).
+    #[error(
+        "corrupt log record at byte {offset} of {} ({why}), and a valid record follows at byte \
+         {valid_offset} of {}: this is damage, not a write cut short by a crash, so the node \
+         will not start rather than drop acknowledged entries. {}",
+        .path.display(), .valid_path.display(), WHAT_TO_DO_WHEN_DAMAGED
+    )]
+    CorruptRecord {
+        /// The segment file holding the bad record.
+        path: PathBuf,
+        /// The bad record's byte offset in it.
+        offset: u64,
+        /// What is wrong with it.
+        why: &'static str,
+        /// Where the valid record after it is: this segment or the next.
+        valid_path: PathBuf,
+        /// The valid record's byte offset in `valid_path`.
+        valid_offset: u64,
+    },
+    /// The stored snapshot fails its checksum or does not decode.
+    #[error(
+        "the snapshot is damaged ({why}): the node will not start from it. {}",
+        WHAT_TO_DO_WHEN_DAMAGED
+    )]
+    CorruptSnapshot {
+        /// What is wrong with it.
+        why: String,
+    },
     /// A stored value did not decode, or a value did not encode.
     #[error("postcard: {0}")]
     Codec(#[from] postcard::Error),

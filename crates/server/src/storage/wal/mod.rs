@@ -10,7 +10,9 @@
 //! - `record`: `[len u32][crc32 u32][postcard Entry]` records;
 //! - `segment`: `log-<first index:020>.wal` files, zero-filled ahead of use;
 //! - `index`: the in-memory index → (segment, offset, length);
-//! - `recovery`: the scan at open that stops at a torn tail;
+//! - `recovery`: the scan at open that stops at a torn tail and refuses a
+//!   damaged record;
+//! - `offline`: record places and a torn tail made on a stopped node's log;
 //! - `committed`: the committed log id, which is not fsynced.
 //!
 //! An `append` call's entries become one buffer, written with one `pwrite`
@@ -34,11 +36,13 @@
 
 mod committed;
 mod index;
+mod offline;
 mod record;
 mod recovery;
 mod segment;
 
 pub(crate) use committed::CommittedFile;
+pub use offline::{tear_wal_tail, wal_records, RecordPlace, TornTail};
 
 use crate::raft::types::{LogId, TypeConfig};
 use crate::storage::DbError;
@@ -73,7 +77,8 @@ impl Encoded {
             records: Vec::new(),
         };
         for entry in entries {
-            let len = record::encode_entry(&mut encoded.buf, &entry)?;
+            let first = encoded.records.is_empty();
+            let len = record::encode_entry(&mut encoded.buf, &entry, first)?;
             encoded.records.push((entry.log_id, len));
         }
         Ok(encoded)
@@ -298,6 +303,13 @@ impl Wal {
             remove_segments(&self.dir, &doomed)?;
             segment::sync_dir(&self.dir)?;
         }
+        // The cut record's header first, durably: whatever of the rest a
+        // crash leaves behind then follows a zero header, which recovery
+        // reads as the end, never as a damaged record (see `recovery`).
+        if from < to {
+            file.write_all_at(&[0; HEADER], from)?;
+            file.sync_data()?;
+        }
         segment::write_zeros(&file, from, to)?;
         file.sync_data()?;
         Ok(())
@@ -334,7 +346,7 @@ fn decode_records(mut buf: &[u8], entries: &mut Vec<Entry<TypeConfig>>) -> Resul
         };
         let payload = buf
             .get(HEADER..HEADER + len as usize)
-            .filter(|payload| record::checksum(payload) == crc)
+            .filter(|payload| record::verify(payload, crc).is_some())
             .ok_or_else(|| DbError::Corrupt("log record fails its checksum".into()))?;
         entries.push(record::decode_entry(payload)?);
         buf = &buf[HEADER + len as usize..];

@@ -60,6 +60,18 @@ pub(crate) fn parse_name(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// The `first` of every segment file in `dir`, sorted.
+pub(crate) fn list(dir: &Path) -> io::Result<Vec<u64>> {
+    let mut firsts = Vec::new();
+    for item in std::fs::read_dir(dir)? {
+        if let Some(first) = item?.file_name().to_str().and_then(parse_name) {
+            firsts.push(first);
+        }
+    }
+    firsts.sort_unstable();
+    Ok(firsts)
+}
+
 /// Opens an existing segment file for reading and writing.
 pub(crate) fn open_file(path: &Path) -> io::Result<File> {
     OpenOptions::new().read(true).write(true).open(path)
