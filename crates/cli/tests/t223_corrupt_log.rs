@@ -6,49 +6,19 @@
 
 mod common;
 
-use common::{finish, free_port, phase, spawn_captured, u64_of, Server, BIN};
+use common::disk::{assert_all_held, refused_start, try_acquire, Held};
+use common::{free_port, phase, u64_of, Server};
 use leasehold_server::storage::{tear_wal_tail, wal_records};
 use std::os::unix::fs::FileExt;
-use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
 
 /// Locks granted before the damage.
 const LOCKS: usize = 8;
-/// Bound on a refused start.
-const REFUSAL_MAX: Duration = Duration::from_secs(30);
 
-/// Acquires `LOCKS` locks, each with a lease of its own: (name, lease, token).
-fn acquire_all(server: &Server) -> Vec<(String, u64, u64)> {
+/// Acquires `LOCKS` locks, each with a lease of its own.
+fn acquire_all(server: &Server) -> Vec<Held> {
     (0..LOCKS)
-        .map(|i| {
-            let name = format!("t223/lock-{i}");
-            let got = server.ok_json(&["acquire", &name, "--ttl", "120s", "--json"]);
-            (name, u64_of(&got, "lease"), u64_of(&got, "token"))
-        })
+        .map(|i| try_acquire(server, &format!("t223/lock-{i}")).expect("acquire"))
         .collect()
-}
-
-/// Every lock is held by its lease with its token.
-fn assert_all_held(server: &Server, held: &[(String, u64, u64)]) {
-    for (name, lease, token) in held {
-        let got = server.ok_json(&["get", name, "--json"]);
-        assert_eq!(got["held"], true, "{name} lost its holder: {got}");
-        assert_eq!(u64_of(&got, "lease"), *lease, "{name}: {got}");
-        assert_eq!(u64_of(&got, "token"), *token, "{name}: {got}");
-    }
-}
-
-/// Starts `leasehold serve` on `data_dir`, expecting it to refuse: its exit
-/// code and stderr.
-fn refused_start(data_dir: &Path) -> (i32, String) {
-    let mut command = Command::new(BIN);
-    command
-        .args(["serve", "--listen", &format!("127.0.0.1:{}", free_port())])
-        .arg("--data-dir")
-        .arg(data_dir);
-    let run = finish(spawn_captured(command), "the refused start", REFUSAL_MAX);
-    (run.code, run.stderr)
 }
 
 #[test]
@@ -94,7 +64,7 @@ fn a_torn_tail_is_recovered_and_a_damaged_middle_record_refused() {
     file.sync_all().unwrap();
     drop(file);
     let damaged = std::fs::read(&middle.segment).unwrap();
-    let (code, stderr) = refused_start(dir);
+    let (code, stderr) = refused_start(dir, &[]);
     assert_ne!(code, 0, "a damaged log was served: {stderr}");
     let expected = format!(
         "corrupt log record at byte {} of {}",
@@ -107,7 +77,7 @@ fn a_torn_tail_is_recovered_and_a_damaged_middle_record_refused() {
 
     phase("the refusal changed nothing: the damaged segment is as it was");
     assert!(std::fs::read(&middle.segment).unwrap() == damaged);
-    let (code_again, stderr_again) = refused_start(dir);
+    let (code_again, stderr_again) = refused_start(dir, &[]);
     assert_ne!(code_again, 0);
     assert!(stderr_again.contains(&expected), "{stderr_again}");
 }

@@ -10,6 +10,7 @@
 
 pub mod browser;
 pub mod cluster;
+pub mod disk;
 pub mod drill;
 pub mod drill_worker;
 pub mod process;

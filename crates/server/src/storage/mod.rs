@@ -33,6 +33,7 @@
 //! is written without fsync; losing it only means re-applying less at
 //! start-up, never applying something uncommitted).
 
+mod disk;
 mod identity_store;
 mod listener;
 mod log_store;
@@ -42,12 +43,13 @@ mod snapshot_store;
 mod state_machine;
 pub mod wal;
 
+pub use disk::{free_bytes, DiskFault, DiskHealth, NoSpaceToStart};
 pub use identity_store::IdentityStore;
 pub use listener::{ApplyListener, NoopListener};
 pub use log_store::LogStore;
 pub use shared::{AppliedState, SharedState};
 pub use state_machine::StateMachineStore;
-pub use wal::{tear_wal_tail, wal_records, RecordPlace, TornTail};
+pub use wal::{tear_wal_tail, wal_records, RecordPlace, TornTail, FSYNC_FAIL_AFTER_ENV};
 
 use redb::{Database, TableDefinition};
 use std::path::{Path, PathBuf};
@@ -117,12 +119,21 @@ pub fn open_with(
         source,
     })?;
     let db = Arc::new(db);
-    let log_store = LogStore::open(db.clone(), dir, options.segment_bytes).map_err(|source| {
-        OpenError::Log {
-            dir: dir.join(wal::LOG_DIR),
-            source,
-        }
-    })?;
+    let disk = Arc::new(DiskHealth::new(dir, options.segment_bytes));
+    let first_segment_bytes = if wal::has_segments(dir) {
+        0
+    } else {
+        options.segment_bytes
+    };
+    disk.check_at_start(first_segment_bytes)
+        .map_err(OpenError::NoSpace)?;
+    let log_store =
+        LogStore::open(db.clone(), dir, disk, options.segment_bytes).map_err(|source| {
+            OpenError::Log {
+                dir: dir.join(wal::LOG_DIR),
+                source,
+            }
+        })?;
     let state_machine =
         StateMachineStore::load(db, listener).map_err(|source| OpenError::Load { path, source })?;
     Ok((log_store, state_machine))
@@ -154,6 +165,9 @@ pub enum OpenError {
     /// redb could not open or initialise the file.
     #[error("cannot open database {path}: {source} (check permissions and free disk space)")]
     Database { path: PathBuf, source: redb::Error },
+    /// The data dir's filesystem has too little free space to start.
+    #[error(transparent)]
+    NoSpace(NoSpaceToStart),
     /// The log could not be opened or recovered.
     #[error("cannot open the log in {dir}: {source}")]
     Log { dir: PathBuf, source: DbError },
@@ -214,6 +228,11 @@ pub enum DbError {
     /// A stored value did not decode, or a value did not encode.
     #[error("postcard: {0}")]
     Codec(#[from] postcard::Error),
+    /// A failed fsync poisoned the log; the fault itself (with what to do)
+    /// is logged once and answered to clients from [`DiskHealth`], so
+    /// this, which openraft logs again and again, stays short.
+    #[error("the log in {} is poisoned by a failed fsync: no writes until a restart", .0.display())]
+    Poisoned(PathBuf),
     /// The blocking task running the write was cancelled.
     #[error("blocking task: {0}")]
     Join(#[from] tokio::task::JoinError),

@@ -35,6 +35,7 @@
 //! across I/O, so readers (replication, apply) are not blocked by a flush.
 
 mod committed;
+mod fault;
 mod index;
 mod offline;
 mod record;
@@ -42,10 +43,12 @@ mod recovery;
 mod segment;
 
 pub(crate) use committed::CommittedFile;
+pub use fault::FSYNC_FAIL_AFTER_ENV;
 pub use offline::{tear_wal_tail, wal_records, RecordPlace, TornTail};
 
 use crate::raft::types::{LogId, TypeConfig};
-use crate::storage::DbError;
+use crate::storage::{DbError, DiskHealth};
+use fault::Fsync;
 use index::{Index, Slot};
 use openraft::Entry;
 use record::{Header, HEADER};
@@ -60,6 +63,11 @@ pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
 
 /// The log's directory inside the data dir.
 pub const LOG_DIR: &str = "log";
+
+/// Whether `<data_dir>/log` holds a segment file.
+pub(crate) fn has_segments(data_dir: &Path) -> bool {
+    segment::list(&data_dir.join(LOG_DIR)).is_ok_and(|firsts| !firsts.is_empty())
+}
 
 /// The entries of one `append` call, encoded as records in one buffer.
 pub(crate) struct Encoded {
@@ -95,6 +103,10 @@ pub(crate) struct Wal {
     writer: Mutex<Preallocator>,
     /// The segments and the index; held briefly, never across I/O.
     state: Mutex<State>,
+    /// The appends' fsync (with its test hook).
+    fsync: Fsync,
+    /// Poisoned by a failed append fsync; then every append is refused.
+    disk: Arc<DiskHealth>,
 }
 
 /// What the index and the segments look like.
@@ -135,6 +147,7 @@ impl Wal {
         data_dir: &Path,
         segment_bytes: u64,
         purged: Option<LogId>,
+        disk: Arc<DiskHealth>,
     ) -> Result<Self, DbError> {
         let dir = data_dir.join(LOG_DIR);
         if !dir.is_dir() {
@@ -154,6 +167,8 @@ impl Wal {
             dir,
             segment_bytes,
             state: Mutex::new(state),
+            fsync: Fsync::from_env(),
+            disk,
         })
     }
 
@@ -162,9 +177,16 @@ impl Wal {
         lock(&self.state).index.last()
     }
 
-    /// Writes the entries at the tail and fsyncs them.
-    pub fn append(&self, encoded: Encoded) -> Result<(), DbError> {
+    /// Writes the entries at the tail and fsyncs them. A failed fsync
+    /// poisons the log (see [`DiskHealth`]): this and every later append
+    /// fail with [`DbError::Poisoned`]. A failure before the fsync (`ENOSPC`
+    /// while making a segment or writing) leaves the tail as it was, so the
+    /// same `encoded` may be appended again.
+    pub fn append(&self, encoded: &Encoded) -> Result<(), DbError> {
         let mut preallocator = lock(&self.writer);
+        if self.disk.check_poisoned().is_err() {
+            return Err(DbError::Poisoned(self.dir.clone()));
+        }
         let Some(&(first_id, _)) = encoded.records.first() else {
             return Ok(());
         };
@@ -195,7 +217,10 @@ impl Wal {
             None => self.roll(&mut preallocator, first)?,
         };
         file.write_all_at(&encoded.buf, offset)?;
-        file.sync_data()?;
+        if let Err(error) = self.fsync.sync(&file) {
+            self.disk.poison(&self.dir, &error);
+            return Err(DbError::Poisoned(self.dir.clone()));
+        }
 
         let mut state = lock(&self.state);
         let tail = state.segments.last_mut().expect("the segment just written");
@@ -208,7 +233,7 @@ impl Wal {
         if tail.end > self.segment_bytes / 2 {
             preallocator.prepare();
         }
-        for (log_id, len) in encoded.records {
+        for &(log_id, len) in &encoded.records {
             state.index.push(Slot {
                 log_id,
                 segment,

@@ -95,7 +95,9 @@ pub(crate) fn write_zeros(file: &File, from: u64, to: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// Creates (replacing) a `size`-byte file of zeros at `path`, fsynced.
+/// Creates (replacing) a `size`-byte file of zeros at `path`, fsynced. On
+/// failure (`ENOSPC`, typically) the partial file is removed, so that it
+/// holds no space while the disk is full.
 fn create_zeroed(path: &Path, size: u64) -> io::Result<()> {
     let file = OpenOptions::new()
         .read(true)
@@ -103,8 +105,11 @@ fn create_zeroed(path: &Path, size: u64) -> io::Result<()> {
         .create(true)
         .truncate(true)
         .open(path)?;
-    write_zeros(&file, 0, size)?;
-    file.sync_all()
+    let filled = write_zeros(&file, 0, size).and_then(|()| file.sync_all());
+    if filled.is_err() {
+        let _ = std::fs::remove_file(path);
+    }
+    filled
 }
 
 /// Makes zero-filled segment files of one size, the next one ahead of time
