@@ -59,6 +59,8 @@ pub async fn serve_on(
     let sinks = Sinks::new(clock.clone(), config.failover_margin);
     let hub = Arc::new(ApplyHub::new(sinks.clone()));
     let (log_store, state_machine) = open_storage(&config, hub.clone()).await?;
+    storage::spawn_power_cut_trigger()
+        .map_err(|error| ServeError::Storage(format!("power-cut test hook: {error}")))?;
     if let Some(index) = log_store.committed_index() {
         hub.replaying_until(index);
     }

@@ -38,6 +38,7 @@ mod identity_store;
 mod listener;
 mod log_store;
 mod meta;
+mod power_cut;
 mod shared;
 mod snapshot_store;
 mod state_machine;
@@ -47,6 +48,9 @@ pub use disk::{free_bytes, DiskFault, DiskHealth, NoSpaceToStart};
 pub use identity_store::IdentityStore;
 pub use listener::{ApplyListener, NoopListener};
 pub use log_store::LogStore;
+pub use power_cut::{
+    spawn_trigger as spawn_power_cut_trigger, POWER_CUT_EXIT_CODE, POWER_LOSS_ENV,
+};
 pub use shared::{AppliedState, SharedState};
 pub use state_machine::StateMachineStore;
 pub use wal::{tear_wal_tail, wal_records, RecordPlace, TornTail, FSYNC_FAIL_AFTER_ENV};

@@ -52,7 +52,9 @@ impl Fsync {
         if self.fail_after.is_some_and(|first| n >= first) {
             return Err(io::Error::from_raw_os_error(libc::EIO));
         }
-        file.sync_data()
+        file.sync_data()?;
+        crate::storage::power_cut::synced(file);
+        Ok(())
     }
 }
 

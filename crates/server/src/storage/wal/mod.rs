@@ -47,7 +47,7 @@ pub use fault::FSYNC_FAIL_AFTER_ENV;
 pub use offline::{tear_wal_tail, wal_records, RecordPlace, TornTail};
 
 use crate::raft::types::{LogId, TypeConfig};
-use crate::storage::{DbError, DiskHealth};
+use crate::storage::{power_cut, DbError, DiskHealth};
 use fault::Fsync;
 use index::{Index, Slot};
 use openraft::Entry;
@@ -216,7 +216,7 @@ impl Wal {
             Some(tail) => tail,
             None => self.roll(&mut preallocator, first)?,
         };
-        file.write_all_at(&encoded.buf, offset)?;
+        power_cut::write_at(&file, &encoded.buf, offset)?;
         if let Err(error) = self.fsync.sync(&file) {
             self.disk.poison(&self.dir, &error);
             return Err(DbError::Poisoned(self.dir.clone()));
@@ -332,11 +332,13 @@ impl Wal {
         // crash leaves behind then follows a zero header, which recovery
         // reads as the end, never as a damaged record (see `recovery`).
         if from < to {
-            file.write_all_at(&[0; HEADER], from)?;
+            power_cut::write_at(&file, &[0; HEADER], from)?;
             file.sync_data()?;
+            power_cut::synced(&file);
         }
         segment::write_zeros(&file, from, to)?;
         file.sync_data()?;
+        power_cut::synced(&file);
         Ok(())
     }
 

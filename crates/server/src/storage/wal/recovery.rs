@@ -271,6 +271,7 @@ fn erase_after(file: &File, end: u64) -> io::Result<()> {
     if let Some(last) = last_dirty {
         segment::write_zeros(file, end, last + 1)?;
         file.sync_data()?;
+        crate::storage::power_cut::synced(file);
     }
     Ok(())
 }

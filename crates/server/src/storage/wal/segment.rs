@@ -13,9 +13,9 @@
 //! The zeros double as the end marker: a zero record header means "nothing
 //! written here" (see `record`).
 
+use crate::storage::power_cut;
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -89,7 +89,7 @@ pub(crate) fn write_zeros(file: &File, from: u64, to: u64) -> io::Result<()> {
     let mut at = from;
     while at < to {
         let n = zeros.len().min((to - at) as usize);
-        file.write_all_at(&zeros[..n], at)?;
+        power_cut::write_at(file, &zeros[..n], at)?;
         at += n as u64;
     }
     Ok(())
@@ -106,6 +106,9 @@ fn create_zeroed(path: &Path, size: u64) -> io::Result<()> {
         .truncate(true)
         .open(path)?;
     let filled = write_zeros(&file, 0, size).and_then(|()| file.sync_all());
+    if filled.is_ok() {
+        power_cut::synced(&file);
+    }
     if filled.is_err() {
         let _ = std::fs::remove_file(path);
     }
