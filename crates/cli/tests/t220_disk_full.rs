@@ -8,15 +8,16 @@
 //! the space free. Needs root (mount), as the tests run in CI.
 
 mod common;
+#[path = "../../server/tests/support/tmpfs.rs"]
+mod tmpfs;
 
 use common::disk::{assert_all_held, readyz, refused_start, try_acquire, Held};
 use common::{free_port, phase, wait_for, Server};
-use std::io::Write;
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tmpfs::{fill, Tmpfs};
 
 /// The tmpfs: the first 64 MiB log segment, the next one, the 16 MiB
 /// headroom and the database, with a little to spare.
@@ -27,51 +28,6 @@ const EXIT_UNAVAILABLE: i32 = 5;
 const FILL_PACE: Duration = Duration::from_millis(25);
 /// Bound on each wait for the node to change its mind.
 const CHANGE_MAX: Duration = Duration::from_secs(30);
-
-/// A tmpfs mounted on a fresh directory, unmounted on drop.
-struct Tmpfs {
-    dir: tempfile::TempDir,
-}
-
-impl Tmpfs {
-    fn mount(size: &str) -> Tmpfs {
-        let dir = tempfile::tempdir().unwrap();
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir.path())
-            .status()
-            .expect("run mount");
-        assert!(status.success(), "mount a tmpfs (the test needs root)");
-        Tmpfs { dir }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.dir.path()).status();
-    }
-}
-
-/// Writes `path` until the filesystem is full (or `stop`), one MiB per
-/// `FILL_PACE` so that the client's writes interleave; its size.
-fn fill(path: &Path, stop: &AtomicBool) -> u64 {
-    let mut file = std::fs::File::create(path).unwrap();
-    let chunk = vec![0xAB; 1 << 20];
-    let mut written = 0;
-    while !stop.load(Ordering::Relaxed) {
-        match file.write(&chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => written += n as u64,
-        }
-        std::thread::sleep(FILL_PACE);
-    }
-    let _ = file.sync_all();
-    written
-}
 
 /// Acquires one lock after another until `stop`: every acknowledged grant,
 /// and the refusals seen.
@@ -105,7 +61,7 @@ fn a_full_disk_refuses_writes_keeps_reads_and_recovers_by_itself() {
     let stop = Arc::new(AtomicBool::new(false));
     let refusals = std::thread::scope(|scope| {
         let writer = scope.spawn(|| write_until(&server, &stop, &held));
-        let filled = fill(&filler, &stop);
+        let filled = fill(&filler, FILL_PACE, || stop.load(Ordering::Relaxed));
         eprintln!("filler: {filled} bytes");
         wait_for("a write refused for space", CHANGE_MAX, || {
             try_acquire(&server, "t220/probe").err()
