@@ -8,11 +8,13 @@
 //! the space free. Needs root (mount), as the tests run in CI.
 
 mod common;
+#[path = "common/disk.rs"]
+mod disk;
 #[path = "../../server/tests/support/tmpfs.rs"]
 mod tmpfs;
 
-use common::disk::{assert_all_held, readyz, refused_start, try_acquire, Held};
 use common::{free_port, phase, wait_for, Server};
+use disk::{assert_all_held, readyz, refused_start, try_acquire, Held};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -8,9 +8,11 @@
 //! every acknowledged grant, with new tokens above all of them.
 
 mod common;
+#[path = "common/disk.rs"]
+mod disk;
 
-use common::disk::{assert_all_held, readyz, try_acquire, Held};
 use common::{free_port, phase, u64_of, Server};
+use disk::{assert_all_held, readyz, try_acquire, Held};
 use leasehold_server::storage::FSYNC_FAIL_AFTER_ENV;
 
 /// The first failing fsync: past the start-up's appends (election, the

@@ -10,9 +10,11 @@
 //! is taken again with a token above every token acknowledged for it.
 
 mod common;
+#[path = "common/disk.rs"]
+mod disk;
 
-use common::disk::{assert_all_held, Held};
 use common::{command_to, free_port, phase, u64_of, Run, Server};
+use disk::{assert_all_held, Held};
 use leasehold_server::storage::{POWER_CUT_EXIT_CODE, POWER_LOSS_ENV};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -5,9 +5,11 @@
 //! the file, the byte offset and what to do, and nothing is erased.
 
 mod common;
+#[path = "common/disk.rs"]
+mod disk;
 
-use common::disk::{assert_all_held, refused_start, try_acquire, Held};
 use common::{free_port, phase, u64_of, Server};
+use disk::{assert_all_held, refused_start, try_acquire, Held};
 use leasehold_server::storage::{tear_wal_tail, wal_records};
 use std::os::unix::fs::FileExt;
 

@@ -6,11 +6,11 @@
 #[path = "support/tmpfs.rs"]
 mod tmpfs;
 
-use leasehold_server::raft::types::{Batch, TypeConfig};
+use leasehold_server::raft::types::TypeConfig;
 use leasehold_server::storage::{self, DiskFault, NoopListener, StorageOptions};
 use openraft::storage::RaftLogStorageExt;
-use openraft::testing::log_id;
-use openraft::{Entry, EntryPayload, RaftLogReader};
+use openraft::testing::blank_ent;
+use openraft::{Entry, RaftLogReader};
 use std::sync::Arc;
 use std::time::Duration;
 use tmpfs::{fill, Tmpfs};
@@ -23,13 +23,7 @@ const BLOCKED_FOR: Duration = Duration::from_millis(500);
 const RESUME_MAX: Duration = Duration::from_secs(20);
 
 fn ent(index: u64) -> Entry<TypeConfig> {
-    Entry {
-        log_id: log_id(1, 1, index),
-        payload: EntryPayload::Normal(Batch {
-            at_unix_ms: 1_700_000_000_000,
-            commands: Vec::new(),
-        }),
-    }
+    blank_ent::<TypeConfig>(1, 1, index)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -52,10 +46,10 @@ async fn an_append_without_space_waits_and_completes_when_space_returns() {
     };
     assert_eq!(path, dir);
 
-    // More than the segment has left: the next segment cannot be made.
+    // More than a segment: the next segment cannot be made.
     let mut appender = log.clone();
     let append =
-        tokio::spawn(async move { appender.blocking_append((10_001..=60_000).map(ent)).await });
+        tokio::spawn(async move { appender.blocking_append((10_001..=200_000).map(ent)).await });
     tokio::time::sleep(BLOCKED_FOR).await;
     assert!(!append.is_finished(), "an append went through a full disk");
 
@@ -67,7 +61,7 @@ async fn an_append_without_space_waits_and_completes_when_space_returns() {
         .unwrap();
     assert_eq!(disk.check(), Ok(()));
     let all = log.try_get_log_entries(..).await.unwrap();
-    assert_eq!(all.len(), 60_000);
+    assert_eq!(all.len(), 200_000);
     assert!(all
         .iter()
         .zip(1..)
@@ -75,5 +69,5 @@ async fn an_append_without_space_waits_and_completes_when_space_returns() {
     drop((log, _sm));
 
     let (mut log, _sm) = storage::open_with(&dir, Arc::new(NoopListener), options).unwrap();
-    assert_eq!(log.try_get_log_entries(..).await.unwrap().len(), 60_000);
+    assert_eq!(log.try_get_log_entries(..).await.unwrap().len(), 200_000);
 }

@@ -1,11 +1,17 @@
 //! What the disk-fault tests (t220-t223) share: a start that must be
 //! refused, `/readyz` over plain HTTP, and grants to check after a fault.
+//! Included by those tests only (`#[path = "common/disk.rs"] mod disk;`,
+//! next to `mod common;`), so the other tests do not build it.
 
-use super::{finish, free_port, spawn_captured, u64_of, Server, BIN};
-use std::io::{Read, Write};
+#![allow(dead_code)]
+
+use crate::common::{finish, free_port, spawn_captured, u64_of, Server, BIN};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
+
+#[path = "../../../server/tests/support/prometheus.rs"]
+mod prometheus;
 
 /// Bound on a refused start.
 pub const REFUSAL_MAX: Duration = Duration::from_secs(30);
@@ -28,25 +34,11 @@ pub fn refused_start(data_dir: &Path, env: &[(&str, &str)]) -> (i32, String) {
 
 /// `GET /readyz`: the status code and the body.
 pub fn readyz(server: &Server) -> (u16, String) {
-    let addr = format!("127.0.0.1:{}", server.port);
-    let mut stream = std::net::TcpStream::connect(&addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
         .unwrap();
-    let request = format!("GET /readyz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("not an HTTP response: {response:?}"));
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_owned())
-        .unwrap_or_default();
-    (status, body)
+    runtime.block_on(prometheus::http_get(&server.endpoint(), "/readyz"))
 }
 
 /// Acquires `name` with a lease of its own (`--timeout 5s`): the grant, or

@@ -10,7 +10,6 @@
 
 pub mod browser;
 pub mod cluster;
-pub mod disk;
 pub mod drill;
 pub mod drill_worker;
 pub mod process;
