@@ -333,12 +333,19 @@ impl Wal {
         // reads as the end, never as a damaged record (see `recovery`).
         if from < to {
             power_cut::write_at(&file, &[0; HEADER], from)?;
-            file.sync_data()?;
-            power_cut::synced(&file);
+            self.sync_truncated(&file)?;
         }
         segment::write_zeros(&file, from, to)?;
-        file.sync_data()?;
-        power_cut::synced(&file);
+        self.sync_truncated(&file)
+    }
+
+    /// fsyncs a truncation; a failure poisons the log like an append's.
+    fn sync_truncated(&self, file: &File) -> Result<(), DbError> {
+        if let Err(error) = file.sync_data() {
+            self.disk.poison(&self.dir, &error);
+            return Err(DbError::Poisoned(self.dir.clone()));
+        }
+        power_cut::synced(file);
         Ok(())
     }
 
