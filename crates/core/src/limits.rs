@@ -89,6 +89,10 @@ pub const FENCED_KEY_BYTES_MAX: usize = 512;
 pub const FENCED_VALUE_BYTES_MAX: usize = REQUEST_BYTES_MAX - 4 * 1024;
 /// Keys in the fenced store.
 pub const FENCED_KEYS_MAX: usize = 100_000;
+/// Free space on the data dir's filesystem, beyond one log segment, below
+/// which a node refuses writes (and refuses to start): room for the next
+/// segment and for the database's vote, purge and snapshot writes.
+pub const DISK_HEADROOM_BYTES: u64 = 16 << 20;
 /// Bytes of all fenced-store keys plus values. The store lives in memory
 /// and in every snapshot; `FENCED_KEYS_MAX` full-size values would be
 /// about 6 GiB, so the total has its own, smaller bound.
@@ -207,6 +211,7 @@ limits! {
     AuditRecordsRemembered => AUDIT_RECORDS_REMEMBERED,
     AuditTextBytesMax => AUDIT_TEXT_BYTES_MAX,
     RefusalsAuditedPerSecond => REFUSALS_AUDITED_PER_SECOND,
+    DiskHeadroomBytes => DISK_HEADROOM_BYTES,
 }
 
 impl fmt::Display for Limit {

@@ -74,12 +74,14 @@ async fn follow(
     mut stop: watch::Receiver<bool>,
 ) {
     let mut raft_metrics = node.raft.metrics();
+    let mut raft_running = true;
     loop {
         tokio::select! {
-            changed = raft_metrics.changed() => {
-                if changed.is_err() {
-                    return; // Raft has shut down: the server is stopping.
-                }
+            changed = raft_metrics.changed(), if raft_running => {
+                // Raft has stopped: the server is stopping, or a failed
+                // fsync stopped it and the server serves on (reads): keep
+                // following readiness on the timer.
+                raft_running = changed.is_ok();
             }
             () = tokio::time::sleep(RECHECK_INTERVAL) => {}
             _ = stop.wait_for(|stopping| *stopping) => return,

@@ -91,11 +91,16 @@ async fn ready(State(node): State<Arc<Node>>) -> (StatusCode, String) {
 
 /// The one definition of ready, for `/readyz` and the gRPC health service:
 /// `Ok` with the text to show when this node can answer, `Err` with the
-/// cause when it cannot. Ready while a leader is known, except on a leader
+/// cause when it cannot. Not ready while the disk takes no writes (a failed
+/// fsync, a full disk: see [`crate::storage::DiskHealth`]). Ready while a
+/// leader is known, except on a leader
 /// without a quorum: it can neither commit nor confirm anything, so traffic
 /// belongs elsewhere. It changes with time alone (a quorum ages), so
 /// callers that follow it re-evaluate it (see [`crate::health`]).
 pub(crate) fn readiness(node: &Node) -> Result<String, String> {
+    if let Err(fault) = node.disk.check() {
+        return Err(format!("disk: {fault}"));
+    }
     if let Err(why) = node.quorum.check() {
         return Err(format!("leader without quorum: {why}"));
     }

@@ -15,6 +15,7 @@
 use crate::clock::wall_unix_ms;
 use crate::raft::quorum::{NoQuorum, QuorumMonitor};
 use crate::raft::types::{Batch, Raft};
+use crate::storage::{DiskFault, DiskHealth};
 use leasehold_core::{Applied, Command};
 use openraft::error::{ClientWriteError, RaftError};
 use std::sync::Arc;
@@ -43,6 +44,9 @@ pub enum ProposeError {
     /// This node was removed from the cluster.
     #[error("{}", crate::raft::membership::refusal(*.node_id))]
     Removed { node_id: u64 },
+    /// This node's disk takes no writes (a failed fsync, a full disk).
+    #[error(transparent)]
+    Disk(DiskFault),
 }
 
 struct Proposal {
@@ -58,11 +62,11 @@ pub struct Proposer {
 
 impl Proposer {
     /// Starts the proposer task for `raft`, failing batches fast while
-    /// `quorum` says this node leads without one. It stops when every
-    /// handle is dropped.
-    pub fn spawn(raft: Raft, quorum: Arc<QuorumMonitor>) -> Proposer {
+    /// `quorum` says this node leads without one or `disk` takes no writes.
+    /// It stops when every handle is dropped.
+    pub fn spawn(raft: Raft, quorum: Arc<QuorumMonitor>, disk: Arc<DiskHealth>) -> Proposer {
         let (queue, receiver) = mpsc::channel(QUEUE_MAX);
-        tokio::spawn(run(raft, quorum, receiver));
+        tokio::spawn(run(raft, quorum, disk, receiver));
         Proposer { queue }
     }
 
@@ -79,7 +83,12 @@ impl Proposer {
     }
 }
 
-async fn run(raft: Raft, quorum: Arc<QuorumMonitor>, mut receiver: mpsc::Receiver<Proposal>) {
+async fn run(
+    raft: Raft,
+    quorum: Arc<QuorumMonitor>,
+    disk: Arc<DiskHealth>,
+    mut receiver: mpsc::Receiver<Proposal>,
+) {
     let mut proposals = Vec::with_capacity(BATCH_COMMANDS_MAX);
     loop {
         if receiver.recv_many(&mut proposals, BATCH_COMMANDS_MAX).await == 0 {
@@ -89,6 +98,10 @@ async fn run(raft: Raft, quorum: Arc<QuorumMonitor>, mut receiver: mpsc::Receive
             .drain(..)
             .map(|proposal| (proposal.command, proposal.reply))
             .unzip();
+        if let Err(fault) = disk.check() {
+            fail_all(replies, ProposeError::Disk(fault));
+            continue;
+        }
         if let Err(why) = quorum.check() {
             fail_all(replies, ProposeError::NoQuorum(why));
             continue;
@@ -117,7 +130,7 @@ async fn run(raft: Raft, quorum: Arc<QuorumMonitor>, mut receiver: mpsc::Receive
                     let _ = reply.send(Ok(outcome));
                 }
             }
-            Err(error) => fail_all(replies, classify(&raft, error)),
+            Err(error) => fail_all(replies, classify(&raft, &disk, error)),
         }
     }
 }
@@ -129,15 +142,20 @@ fn fail_all(replies: Vec<oneshot::Sender<Result<Applied, ProposeError>>>, error:
     }
 }
 
+/// A failed write's error; a Raft stopped by a failed fsync says so.
 fn classify(
     raft: &Raft,
+    disk: &DiskHealth,
     error: RaftError<u64, ClientWriteError<u64, openraft::BasicNode>>,
 ) -> ProposeError {
     match error {
         RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => {
             not_leader(raft, forward)
         }
-        other => ProposeError::Unavailable(other.to_string()),
+        other => match disk.check_poisoned() {
+            Err(fault) => ProposeError::Disk(fault),
+            Ok(()) => ProposeError::Unavailable(other.to_string()),
+        },
     }
 }
 

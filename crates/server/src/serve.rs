@@ -59,10 +59,13 @@ pub async fn serve_on(
     let sinks = Sinks::new(clock.clone(), config.failover_margin);
     let hub = Arc::new(ApplyHub::new(sinks.clone()));
     let (log_store, state_machine) = open_storage(&config, hub.clone()).await?;
+    storage::spawn_power_cut_trigger()
+        .map_err(|error| ServeError::Storage(format!("power-cut test hook: {error}")))?;
     if let Some(index) = log_store.committed_index() {
         hub.replaying_until(index);
     }
     let state = state_machine.shared();
+    let disk = log_store.disk_health();
     let identity = Identity::load(config.node_id, log_store.identity_store(), clock.clone())
         .map_err(|error| ServeError::Storage(format!("cannot read the cluster id: {error}")))?;
     let identity = Arc::new(identity);
@@ -85,7 +88,7 @@ pub async fn serve_on(
     };
     let raft = raft::node::start(start, log_store, state_machine).await?;
     let quorum = QuorumMonitor::spawn(raft.metrics(), contacts, &config.raft_timings);
-    let proposer = Proposer::spawn(raft.clone(), quorum.clone());
+    let proposer = Proposer::spawn(raft.clone(), quorum.clone(), disk.clone());
     timers::spawn(
         sinks.timers.clone(),
         proposer.clone(),
@@ -99,6 +102,7 @@ pub async fn serve_on(
         refusals,
         proposer,
         quorum,
+        disk,
         state,
         sinks,
         identity,

@@ -158,6 +158,11 @@ impl Server {
         Server::launch(data_dir, port, &[])
     }
 
+    /// [`start_in`](Self::start_in) with extra environment variables.
+    pub fn start_in_with_env(data_dir: &Path, port: u16, env: &[(&str, &str)]) -> Server {
+        Server::launch(data_dir, port, env)
+    }
+
     /// Starts a TLS server (`serve_args`: `--tls-cert FILE ...`) on a free
     /// port with a fresh data directory; its commands get `client_env`
     /// (`LEASEHOLD_CACERT`, `LEASEHOLD_CERT`, `LEASEHOLD_KEY`).
@@ -287,6 +292,21 @@ impl Server {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+
+    /// Waits up to `limit` for the server to exit by itself; its exit
+    /// status (None if it is still running).
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let child = self.child.as_mut()?;
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Some(status) = child.try_wait().ok().flatten() {
+                self.child = None;
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
     }
 
     /// The server's log so far.

@@ -45,6 +45,10 @@ pub enum ApiError {
     /// client with other endpoints moves on.
     #[error("{}", crate::raft::membership::refusal(*.node_id))]
     Removed { node_id: u64 },
+    /// This node's disk takes no writes (a failed fsync, a full disk).
+    /// Reason `Unavailable`; the sentence names the path and what to do.
+    #[error(transparent)]
+    Disk(crate::storage::DiskFault),
 }
 
 fn leader_text(leader: &Option<u64>, addr: &Option<String>) -> String {
@@ -68,6 +72,7 @@ impl From<ProposeError> for ApiError {
             ProposeError::Unavailable(why) => ApiError::Unavailable(why),
             ProposeError::NoQuorum(why) => ApiError::NoQuorum(why),
             ProposeError::Removed { node_id } => ApiError::Removed { node_id },
+            ProposeError::Disk(fault) => ApiError::Disk(fault),
         }
     }
 }
@@ -84,9 +89,10 @@ impl ApiError {
             ApiError::Core(error) => error.reason(),
             ApiError::WaitTimeout { .. } => Reason::WaitTimeout,
             ApiError::NotLeader { .. } => Reason::NotLeader,
-            ApiError::Unavailable(_) | ApiError::NoQuorum(_) | ApiError::Removed { .. } => {
-                Reason::Unavailable
-            }
+            ApiError::Unavailable(_)
+            | ApiError::NoQuorum(_)
+            | ApiError::Removed { .. }
+            | ApiError::Disk(_) => Reason::Unavailable,
         }
     }
 
@@ -105,7 +111,8 @@ impl ApiError {
             ApiError::WaitTimeout { .. }
             | ApiError::Unavailable(_)
             | ApiError::NoQuorum(_)
-            | ApiError::Removed { .. } => {}
+            | ApiError::Removed { .. }
+            | ApiError::Disk(_) => {}
         }
         (grpc_code(reason), detail)
     }

@@ -40,7 +40,7 @@ use crate::proposer::Proposer;
 use crate::raft::quorum::QuorumMonitor;
 use crate::raft::types::Raft;
 use crate::sinks::Sinks;
-use crate::storage::SharedState;
+use crate::storage::{DiskHealth, SharedState};
 use leasehold_core::{limits, LockError, Revision};
 use leasehold_proto::v1::ResponseHeader;
 use openraft::error::{CheckIsLeaderError, RaftError};
@@ -57,6 +57,8 @@ pub struct Node {
     pub(crate) proposer: Proposer,
     /// Whether this node has its quorum, and who it last heard from when.
     pub quorum: Arc<QuorumMonitor>,
+    /// Whether this node's disk takes writes (a failed fsync, a full disk).
+    pub disk: Arc<DiskHealth>,
     /// The applied state, for reads.
     pub state: SharedState,
     /// What applied effects feed: blocked acquires, deadlines (remaining
@@ -89,11 +91,34 @@ impl Node {
     /// quorum fails at once, or as soon as the quorum goes while waiting,
     /// with the no-quorum sentence (never openraft's own text).
     pub async fn read_barrier(&self) -> Result<(), ApiError> {
+        if let Err(fault) = self.disk.check_poisoned() {
+            return self.read_after_poison(fault);
+        }
         self.quorum.check().map_err(ApiError::NoQuorum)?;
         tokio::select! {
             biased;
             confirmed = self.confirm_read() => confirmed,
             why = self.quorum.lost() => Err(ApiError::NoQuorum(why)),
+        }
+    }
+
+    /// A failed fsync stopped this node's Raft (openraft treats a storage
+    /// error as fatal), so no read can be confirmed through it. A node that
+    /// is the only voter still answers from its applied state: nothing can
+    /// commit without it, so that state is the last there is (every
+    /// acknowledged write was applied before its reply). A member of a
+    /// larger cluster refuses: the others go on without it.
+    fn read_after_poison(&self, fault: crate::storage::DiskFault) -> Result<(), ApiError> {
+        let sole_voter = {
+            let metrics = self.raft.metrics();
+            let metrics = metrics.borrow();
+            let mut voters = metrics.membership_config.membership().voter_ids();
+            voters.next() == Some(self.node_id) && voters.next().is_none()
+        };
+        if sole_voter {
+            Ok(())
+        } else {
+            Err(ApiError::Disk(fault))
         }
     }
 

@@ -23,7 +23,7 @@
 //! rare and possibly long (zeroing, unlinking), run on the blocking pool.
 
 use super::wal::{CommittedFile, Encoded, Wal};
-use super::{blocking, meta, DbError, IdentityStore};
+use super::{blocking, meta, DbError, DiskHealth, IdentityStore};
 use crate::raft::types::{LogId, TypeConfig};
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{Entry, OptionalSend, RaftLogReader, StorageError, StorageIOError, Vote};
@@ -33,6 +33,12 @@ use std::fmt::Debug;
 use std::ops::{Bound, RangeBounds};
 use std::path::Path;
 use std::sync::Arc;
+
+/// The first pause of an append waiting for free space; it doubles up to
+/// [`NO_SPACE_PAUSE_MAX`].
+const NO_SPACE_PAUSE_MIN: std::time::Duration = std::time::Duration::from_millis(50);
+/// The longest pause between two tries of an append waiting for space.
+const NO_SPACE_PAUSE_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// `META` key of the vote.
 const VOTE: &str = "vote";
@@ -49,6 +55,8 @@ pub struct LogStore {
     wal: Arc<Wal>,
     /// The committed log id.
     committed: Arc<CommittedFile>,
+    /// Whether the disk takes writes (poisoned by a failed fsync, full).
+    disk: Arc<DiskHealth>,
 }
 
 impl LogStore {
@@ -56,16 +64,46 @@ impl LogStore {
     pub(crate) fn open(
         db: Arc<Database>,
         data_dir: &Path,
+        disk: Arc<DiskHealth>,
         segment_bytes: u64,
     ) -> Result<Self, DbError> {
         let purged = meta::read(&db, LAST_PURGED)?;
-        let wal = Wal::open(data_dir, segment_bytes, purged)?;
+        let wal = Wal::open(data_dir, segment_bytes, purged, disk.clone())?;
         let committed = CommittedFile::open(&data_dir.join(super::wal::LOG_DIR))?;
         Ok(Self {
             db,
             wal: Arc::new(wal),
             committed: Arc::new(committed),
+            disk,
         })
+    }
+
+    /// Whether this node's disk takes writes; shared with the server.
+    pub fn disk_health(&self) -> Arc<DiskHealth> {
+        self.disk.clone()
+    }
+
+    /// Appends, waiting out a full disk: an append that failed with
+    /// `ENOSPC` before its fsync made nothing durable, so the same bytes are
+    /// written again at the same place once there is room (see
+    /// [`super::disk`]). Meanwhile the proposer refuses new writes, since
+    /// the free space is below what they need. Any other error, a failed
+    /// fsync included, is returned.
+    async fn append_when_room(&self, encoded: &Encoded) -> Result<(), DbError> {
+        let mut pause = NO_SPACE_PAUSE_MIN;
+        loop {
+            match self.wal.append(encoded) {
+                Err(DbError::Io(error)) if error.kind() == std::io::ErrorKind::StorageFull => {
+                    tracing::warn!(
+                        %error,
+                        "log append found no space: nothing was fsynced; retrying when space returns"
+                    );
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(NO_SPACE_PAUSE_MAX);
+                }
+                written => return written,
+            }
+        }
     }
 
     /// Writes one `META` record, fsynced, on the blocking pool.
@@ -169,7 +207,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     {
         let encoded = Encoded::new(entries).map_err(|e| StorageIOError::write_logs(&e))?;
         let started = std::time::Instant::now();
-        let written = self.wal.append(encoded);
+        let written = self.append_when_room(&encoded).await;
         metrics::histogram!("leasehold_log_append_seconds").record(started.elapsed().as_secs_f64());
         match written {
             Ok(()) => {

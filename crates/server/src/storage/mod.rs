@@ -33,20 +33,27 @@
 //! is written without fsync; losing it only means re-applying less at
 //! start-up, never applying something uncommitted).
 
+mod disk;
 mod identity_store;
 mod listener;
 mod log_store;
 mod meta;
+mod power_cut;
 mod shared;
 mod snapshot_store;
 mod state_machine;
 pub mod wal;
 
+pub use disk::{free_bytes, DiskFault, DiskHealth, NoSpaceToStart};
 pub use identity_store::IdentityStore;
 pub use listener::{ApplyListener, NoopListener};
 pub use log_store::LogStore;
+pub use power_cut::{
+    spawn_trigger as spawn_power_cut_trigger, POWER_CUT_EXIT_CODE, POWER_LOSS_ENV,
+};
 pub use shared::{AppliedState, SharedState};
 pub use state_machine::StateMachineStore;
+pub use wal::{tear_wal_tail, wal_records, RecordPlace, TornTail, FSYNC_FAIL_AFTER_ENV};
 
 use redb::{Database, TableDefinition};
 use std::path::{Path, PathBuf};
@@ -116,12 +123,21 @@ pub fn open_with(
         source,
     })?;
     let db = Arc::new(db);
-    let log_store = LogStore::open(db.clone(), dir, options.segment_bytes).map_err(|source| {
-        OpenError::Log {
-            dir: dir.join(wal::LOG_DIR),
-            source,
-        }
-    })?;
+    let disk = Arc::new(DiskHealth::new(dir, options.segment_bytes));
+    let first_segment_bytes = if wal::has_segments(dir) {
+        0
+    } else {
+        options.segment_bytes
+    };
+    disk.check_at_start(first_segment_bytes)
+        .map_err(OpenError::NoSpace)?;
+    let log_store =
+        LogStore::open(db.clone(), dir, disk, options.segment_bytes).map_err(|source| {
+            OpenError::Log {
+                dir: dir.join(wal::LOG_DIR),
+                source,
+            }
+        })?;
     let state_machine =
         StateMachineStore::load(db, listener).map_err(|source| OpenError::Load { path, source })?;
     Ok((log_store, state_machine))
@@ -153,6 +169,9 @@ pub enum OpenError {
     /// redb could not open or initialise the file.
     #[error("cannot open database {path}: {source} (check permissions and free disk space)")]
     Database { path: PathBuf, source: redb::Error },
+    /// The data dir's filesystem has too little free space to start.
+    #[error(transparent)]
+    NoSpace(NoSpaceToStart),
     /// The log could not be opened or recovered.
     #[error("cannot open the log in {dir}: {source}")]
     Log { dir: PathBuf, source: DbError },
@@ -160,6 +179,12 @@ pub enum OpenError {
     #[error("cannot load the snapshot stored in {path}: {source}")]
     Load { path: PathBuf, source: DbError },
 }
+
+/// What an operator does about a damaged data dir, in every such error.
+pub const WHAT_TO_DO_WHEN_DAMAGED: &str = "Restore this node's data dir from a backup; or, in a \
+    cluster whose other members hold the data, remove this node (`leasehold member remove ID` on \
+    a live member), start it with `--join` on an empty data dir, and add it again with \
+    `leasehold member add ID ADDR`";
 
 /// A failure inside the storage layer: redb, the log files, encoding, or the
 /// blocking pool.
@@ -175,9 +200,43 @@ pub enum DbError {
     /// The log's files contradict themselves (a bug, or outside tampering).
     #[error("log corrupt: {0}")]
     Corrupt(String),
+    /// A log record is damaged and valid records follow it: not a torn
+    /// tail but lost acknowledged entries (see `wal::recovery`).
+    #[error(
+        "corrupt log record at byte {offset} of {} ({why}), and a valid record follows at byte \
+         {valid_offset} of {}: this is damage, not a write cut short by a crash, so the node \
+         will not start rather than drop acknowledged entries. {}",
+        .path.display(), .valid_path.display(), WHAT_TO_DO_WHEN_DAMAGED
+    )]
+    CorruptRecord {
+        /// The segment file holding the bad record.
+        path: PathBuf,
+        /// The bad record's byte offset in it.
+        offset: u64,
+        /// What is wrong with it.
+        why: &'static str,
+        /// Where the valid record after it is: this segment or the next.
+        valid_path: PathBuf,
+        /// The valid record's byte offset in `valid_path`.
+        valid_offset: u64,
+    },
+    /// The stored snapshot fails its checksum or does not decode.
+    #[error(
+        "the snapshot is damaged ({why}): the node will not start from it. {}",
+        WHAT_TO_DO_WHEN_DAMAGED
+    )]
+    CorruptSnapshot {
+        /// What is wrong with it.
+        why: String,
+    },
     /// A stored value did not decode, or a value did not encode.
     #[error("postcard: {0}")]
     Codec(#[from] postcard::Error),
+    /// A failed fsync poisoned the log; the fault itself (with what to do)
+    /// is logged once and answered to clients from [`DiskHealth`], so
+    /// this, which openraft logs again and again, stays short.
+    #[error("the log in {} is poisoned by a failed fsync: no writes until a restart", .0.display())]
+    Poisoned(PathBuf),
     /// The blocking task running the write was cancelled.
     #[error("blocking task: {0}")]
     Join(#[from] tokio::task::JoinError),

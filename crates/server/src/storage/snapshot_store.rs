@@ -1,5 +1,10 @@
 //! Persistence of the latest snapshot in the `snapshot` table.
 //!
+//! Each snapshot is stored with the crc32 of its bytes, checked on every
+//! load, so a damaged snapshot is refused (with what to do) rather than
+//! decoded into a wrong state. (A snapshot stored before the crc existed has
+//! none and is loaded unchecked.)
+//!
 //! Only one snapshot is kept. A snapshot older than the stored one is never
 //! written over it: a snapshot build racing an install could otherwise put
 //! back a snapshot from before log entries that the install let openraft
@@ -14,6 +19,8 @@ use redb::{Database, Durability, ReadableDatabase, ReadableTable, Table};
 const META: &str = "meta";
 /// `SNAPSHOT` key of the snapshot bytes.
 const DATA: &str = "data";
+/// `SNAPSHOT` key of the crc32 of the snapshot bytes (u32, little-endian).
+const CRC: &str = "crc";
 /// `SNAPSHOT` key of the counter that makes snapshot ids unique.
 const SEQ: &str = "seq";
 
@@ -35,10 +42,25 @@ pub(crate) fn load(db: &Database) -> Result<Option<StoredSnapshot>, DbError> {
     let (Some(meta), Some(data)) = (table.get(META)?, table.get(DATA)?) else {
         return Ok(None);
     };
-    Ok(Some(StoredSnapshot {
-        meta: postcard::from_bytes(meta.value())?,
-        data: data.value().to_vec(),
-    }))
+    let data = data.value().to_vec();
+    if let Some(stored) = table.get(CRC)? {
+        let stored = <[u8; 4]>::try_from(stored.value())
+            .ok()
+            .map(u32::from_le_bytes);
+        let actual = crc32fast::hash(&data);
+        if stored != Some(actual) {
+            return Err(DbError::CorruptSnapshot {
+                why: format!(
+                    "its {} bytes have crc32 {actual:#010x}, stored with {stored:x?}",
+                    data.len()
+                ),
+            });
+        }
+    }
+    let meta = postcard::from_bytes(meta.value()).map_err(|e| DbError::CorruptSnapshot {
+        why: format!("its meta does not decode: {e}"),
+    })?;
+    Ok(Some(StoredSnapshot { meta, data }))
 }
 
 /// Stores a freshly built snapshot under a new id `"{term}-{index}-{seq}"`,
@@ -98,5 +120,6 @@ fn write_unless_older(
     }
     table.insert(META, postcard::to_allocvec(meta)?.as_slice())?;
     table.insert(DATA, data)?;
+    table.insert(CRC, crc32fast::hash(data).to_le_bytes().as_slice())?;
     Ok(())
 }

@@ -40,7 +40,10 @@ impl StateMachineStore {
     ) -> Result<Self, DbError> {
         let shared = SharedState::default();
         if let Some(stored) = snapshot_store::load(&db)? {
-            let loaded = decode(&stored.meta, &stored.data)?;
+            let loaded =
+                decode(&stored.meta, &stored.data).map_err(|e| DbError::CorruptSnapshot {
+                    why: format!("its {} bytes do not decode: {e}", stored.data.len()),
+                })?;
             shared.write(|applied| {
                 *applied = loaded;
                 listener.reset(&applied.state);

@@ -123,11 +123,15 @@ fn with_contacts(members: &mut [Member], quorum: &QuorumReport) {
 pub async fn status(node: &Node) -> StatusResponse {
     // Raft's own committed index (metrics do not carry it). A node that is
     // shutting down reports 0 here; its state says `Shutdown`.
-    let committed = node
-        .raft
-        .with_raft_state(|state| index(state.committed))
-        .await
-        .unwrap_or(0);
+    // (A failed fsync stopped Raft: asking would only log an error.)
+    let committed = match node.disk.check_poisoned() {
+        Err(_) => 0,
+        Ok(()) => node
+            .raft
+            .with_raft_state(|state| index(state.committed))
+            .await
+            .unwrap_or(0),
+    };
     let view = View::read(node, None);
     let (revision, leases, locks) = node.state.read(|state| {
         (

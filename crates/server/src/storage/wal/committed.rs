@@ -51,7 +51,7 @@ impl CommittedFile {
         bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
         bytes.extend_from_slice(&record::checksum(&payload).to_le_bytes());
         bytes.extend_from_slice(&payload);
-        self.file.write_all_at(&bytes, 0)?;
+        crate::storage::power_cut::write_at(&self.file, &bytes, 0)?;
         Ok(())
     }
 }

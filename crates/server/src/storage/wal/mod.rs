@@ -10,7 +10,9 @@
 //! - `record`: `[len u32][crc32 u32][postcard Entry]` records;
 //! - `segment`: `log-<first index:020>.wal` files, zero-filled ahead of use;
 //! - `index`: the in-memory index → (segment, offset, length);
-//! - `recovery`: the scan at open that stops at a torn tail;
+//! - `recovery`: the scan at open that stops at a torn tail and refuses a
+//!   damaged record;
+//! - `offline`: record places and a torn tail made on a stopped node's log;
 //! - `committed`: the committed log id, which is not fsynced.
 //!
 //! An `append` call's entries become one buffer, written with one `pwrite`
@@ -33,15 +35,20 @@
 //! across I/O, so readers (replication, apply) are not blocked by a flush.
 
 mod committed;
+mod fault;
 mod index;
+mod offline;
 mod record;
 mod recovery;
 mod segment;
 
 pub(crate) use committed::CommittedFile;
+pub use fault::FSYNC_FAIL_AFTER_ENV;
+pub use offline::{tear_wal_tail, wal_records, RecordPlace, TornTail};
 
 use crate::raft::types::{LogId, TypeConfig};
-use crate::storage::DbError;
+use crate::storage::{power_cut, DbError, DiskHealth};
+use fault::Fsync;
 use index::{Index, Slot};
 use openraft::Entry;
 use record::{Header, HEADER};
@@ -56,6 +63,11 @@ pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
 
 /// The log's directory inside the data dir.
 pub const LOG_DIR: &str = "log";
+
+/// Whether `<data_dir>/log` holds a segment file.
+pub(crate) fn has_segments(data_dir: &Path) -> bool {
+    segment::list(&data_dir.join(LOG_DIR)).is_ok_and(|firsts| !firsts.is_empty())
+}
 
 /// The entries of one `append` call, encoded as records in one buffer.
 pub(crate) struct Encoded {
@@ -73,7 +85,8 @@ impl Encoded {
             records: Vec::new(),
         };
         for entry in entries {
-            let len = record::encode_entry(&mut encoded.buf, &entry)?;
+            let first = encoded.records.is_empty();
+            let len = record::encode_entry(&mut encoded.buf, &entry, first)?;
             encoded.records.push((entry.log_id, len));
         }
         Ok(encoded)
@@ -90,6 +103,10 @@ pub(crate) struct Wal {
     writer: Mutex<Preallocator>,
     /// The segments and the index; held briefly, never across I/O.
     state: Mutex<State>,
+    /// The appends' fsync (with its test hook).
+    fsync: Fsync,
+    /// Poisoned by a failed append fsync; then every append is refused.
+    disk: Arc<DiskHealth>,
 }
 
 /// What the index and the segments look like.
@@ -130,6 +147,7 @@ impl Wal {
         data_dir: &Path,
         segment_bytes: u64,
         purged: Option<LogId>,
+        disk: Arc<DiskHealth>,
     ) -> Result<Self, DbError> {
         let dir = data_dir.join(LOG_DIR);
         if !dir.is_dir() {
@@ -149,6 +167,8 @@ impl Wal {
             dir,
             segment_bytes,
             state: Mutex::new(state),
+            fsync: Fsync::from_env(),
+            disk,
         })
     }
 
@@ -157,9 +177,16 @@ impl Wal {
         lock(&self.state).index.last()
     }
 
-    /// Writes the entries at the tail and fsyncs them.
-    pub fn append(&self, encoded: Encoded) -> Result<(), DbError> {
+    /// Writes the entries at the tail and fsyncs them. A failed fsync
+    /// poisons the log (see [`DiskHealth`]): this and every later append
+    /// fail with [`DbError::Poisoned`]. A failure before the fsync (`ENOSPC`
+    /// while making a segment or writing) leaves the tail as it was, so the
+    /// same `encoded` may be appended again.
+    pub fn append(&self, encoded: &Encoded) -> Result<(), DbError> {
         let mut preallocator = lock(&self.writer);
+        if self.disk.check_poisoned().is_err() {
+            return Err(DbError::Poisoned(self.dir.clone()));
+        }
         let Some(&(first_id, _)) = encoded.records.first() else {
             return Ok(());
         };
@@ -189,8 +216,11 @@ impl Wal {
             Some(tail) => tail,
             None => self.roll(&mut preallocator, first)?,
         };
-        file.write_all_at(&encoded.buf, offset)?;
-        file.sync_data()?;
+        power_cut::write_at(&file, &encoded.buf, offset)?;
+        if let Err(error) = self.fsync.sync(&file) {
+            self.disk.poison(&self.dir, &error);
+            return Err(DbError::Poisoned(self.dir.clone()));
+        }
 
         let mut state = lock(&self.state);
         let tail = state.segments.last_mut().expect("the segment just written");
@@ -203,7 +233,7 @@ impl Wal {
         if tail.end > self.segment_bytes / 2 {
             preallocator.prepare();
         }
-        for (log_id, len) in encoded.records {
+        for &(log_id, len) in &encoded.records {
             state.index.push(Slot {
                 log_id,
                 segment,
@@ -298,8 +328,24 @@ impl Wal {
             remove_segments(&self.dir, &doomed)?;
             segment::sync_dir(&self.dir)?;
         }
+        // The cut record's header first, durably: whatever of the rest a
+        // crash leaves behind then follows a zero header, which recovery
+        // reads as the end, never as a damaged record (see `recovery`).
+        if from < to {
+            power_cut::write_at(&file, &[0; HEADER], from)?;
+            self.sync_truncated(&file)?;
+        }
         segment::write_zeros(&file, from, to)?;
-        file.sync_data()?;
+        self.sync_truncated(&file)
+    }
+
+    /// fsyncs a truncation; a failure poisons the log like an append's.
+    fn sync_truncated(&self, file: &File) -> Result<(), DbError> {
+        if let Err(error) = file.sync_data() {
+            self.disk.poison(&self.dir, &error);
+            return Err(DbError::Poisoned(self.dir.clone()));
+        }
+        power_cut::synced(file);
         Ok(())
     }
 
@@ -334,7 +380,7 @@ fn decode_records(mut buf: &[u8], entries: &mut Vec<Entry<TypeConfig>>) -> Resul
         };
         let payload = buf
             .get(HEADER..HEADER + len as usize)
-            .filter(|payload| record::checksum(payload) == crc)
+            .filter(|payload| record::verify(payload, crc).is_some())
             .ok_or_else(|| DbError::Corrupt("log record fails its checksum".into()))?;
         entries.push(record::decode_entry(payload)?);
         buf = &buf[HEADER + len as usize..];

@@ -5,6 +5,15 @@
 //! so a garbled length is caught too) tells a complete record from a torn
 //! one, and recovery stops at the first record that fails it.
 //!
+//! **Why the first record of each append is marked**: recovery must tell a
+//! torn tail (the last append cut short: drop it) from damage (a bad record
+//! with a later append after it: refuse to start). Records of the append
+//! being torn may reach the disk out of order, so "a valid record after a
+//! bad one" alone is not damage; a valid record that *starts an append* is.
+//! The mark is the stored crc XORed with [`FIRST_OF_APPEND`]: no format
+//! change (records written before it read as unmarked), and a damaged crc
+//! still fails both ways.
+//!
 //! **Why `len == 0` means "end"**: segments are zero-filled before use, so
 //! the bytes after the last record read as a zero header. No entry encodes
 //! to zero bytes, so a real record never has length 0.
@@ -14,6 +23,9 @@ use openraft::Entry;
 
 /// Bytes of the header before each payload.
 pub(crate) const HEADER: usize = 8;
+
+/// XORed into the stored crc of the first record of an append.
+const FIRST_OF_APPEND: u32 = 0xA5A5_5A5A;
 
 /// What a record's header says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,18 +56,34 @@ pub(crate) fn checksum(payload: &[u8]) -> u32 {
     hasher.finalize()
 }
 
-/// Appends one record holding the postcard encoding of `entry` to `buf` and
-/// returns the payload's length.
+/// Whether a payload matches its stored crc: `None` if not, else whether
+/// the record is the first of its append.
+pub(crate) fn verify(payload: &[u8], crc: u32) -> Option<bool> {
+    let actual = checksum(payload);
+    if crc == actual {
+        Some(false)
+    } else if crc == actual ^ FIRST_OF_APPEND {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+/// Appends one record holding the postcard encoding of `entry` to `buf`,
+/// marked if it is the `first` of its append, and returns the payload's
+/// length.
 pub(crate) fn encode_entry(
     buf: &mut Vec<u8>,
     entry: &Entry<TypeConfig>,
+    first: bool,
 ) -> Result<u32, postcard::Error> {
     let start = buf.len();
     buf.extend_from_slice(&[0; HEADER]);
     *buf = postcard::to_extend(entry, std::mem::take(buf))?;
     let payload_len = buf.len() - start - HEADER;
     let len = u32::try_from(payload_len).map_err(|_| postcard::Error::SerializeBufferFull)?;
-    let crc = checksum(&buf[start + HEADER..]);
+    let mark = if first { FIRST_OF_APPEND } else { 0 };
+    let crc = checksum(&buf[start + HEADER..]) ^ mark;
     buf[start..start + 4].copy_from_slice(&len.to_le_bytes());
     buf[start + 4..start + HEADER].copy_from_slice(&crc.to_le_bytes());
     Ok(len)
@@ -81,7 +109,7 @@ mod tests {
     fn a_record_round_trips_and_its_log_id_reads_alone() {
         let entry = blank_ent::<TypeConfig>(3, 2, 17);
         let mut buf = vec![0xAA];
-        let len = encode_entry(&mut buf, &entry).unwrap();
+        let len = encode_entry(&mut buf, &entry, false).unwrap();
         assert_eq!(buf.len(), 1 + HEADER + len as usize);
         let header: [u8; HEADER] = buf[1..1 + HEADER].try_into().unwrap();
         let Header::Record { len: read_len, crc } = parse_header(header) else {
@@ -92,6 +120,19 @@ mod tests {
         assert_eq!(crc, checksum(payload));
         assert_eq!(decode_log_id(payload).unwrap(), log_id(3, 2, 17));
         assert_eq!(decode_entry(payload).unwrap(), entry);
+    }
+
+    #[test]
+    fn the_first_record_of_an_append_is_marked_and_still_verified() {
+        let entry = blank_ent::<TypeConfig>(3, 2, 17);
+        for first in [true, false] {
+            let mut buf = Vec::new();
+            encode_entry(&mut buf, &entry, first).unwrap();
+            let crc = u32::from_le_bytes(buf[4..8].try_into().unwrap());
+            assert_eq!(verify(&buf[HEADER..], crc), Some(first));
+            buf[HEADER] ^= 1;
+            assert_eq!(verify(&buf[HEADER..], crc), None);
+        }
     }
 
     #[test]

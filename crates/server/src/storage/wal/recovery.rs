@@ -1,13 +1,26 @@
 //! Rebuilding the index from the segment files at open.
 //!
 //! Segments are scanned in index order, record by record. A segment ends at
-//! its first zero header (never written), torn record (length past the end
-//! of the file, bad crc, undecodable log id) or out-of-sequence index: after
-//! a crash the tail of the last append may be torn, and everything before it
-//! is kept. A segment must start where the previous one ended (or, when all
-//! before it is purged, at or before `purged + 1`); the first one that does
-//! not, and all after it, are left-overs of an interrupted truncate and are
-//! deleted.
+//! its first zero header (never written) or bad record (length past the end
+//! of the file, bad crc, undecodable log id, out-of-sequence index). A
+//! segment must start where the previous one ended (or, when all before it
+//! is purged, at or before `purged + 1`); the first one that does not, and
+//! all after it, are left-overs of an interrupted truncate and are deleted.
+//!
+//! **Torn tail or corruption**: after a crash the last append may be torn
+//! (cut short, or, after a power cut, with some of its pages on disk and
+//! not others), and everything before it is kept, the torn bytes erased.
+//! But a bad record *followed by the start of a later append* cannot be a
+//! torn tail: appends are written in order, each fsynced before the next,
+//! and a new segment is only started once the previous one is durable. So a
+//! bad record followed by a valid record marked as the first of its append
+//! (see `record`), or by a next segment that starts with a valid record, is
+//! damage to acknowledged entries, and recovery refuses
+//! ([`DbError::CorruptRecord`], naming the file and the offset) instead of
+//! dropping them and everything after. A truncate zeroes the cut record's
+//! header first, durably, so an interrupted truncate never looks like this.
+//! (Records written before the mark existed are never taken for damage in
+//! their own segment: the old behaviour.)
 //!
 //! **Why erase the bytes after the end of the tail**: the next append
 //! overwrites from the end, and if it is shorter than what was torn there,
@@ -36,24 +49,18 @@ pub(crate) struct Recovered {
 }
 
 /// The records found at the start of one segment.
-struct Scan {
+pub(crate) struct Scan {
     /// `(log id, offset, payload length)` of each good record, in order.
-    records: Vec<(LogId, u64, u32)>,
+    pub records: Vec<(LogId, u64, u32)>,
     /// The offset after the last good record.
-    end: u64,
-    /// Whether the scan stopped at something other than a zero header.
-    dirty: bool,
+    pub end: u64,
+    /// What the scan stopped at, if not a zero header or the file's end.
+    pub bad: Option<&'static str>,
 }
 
 /// Scans `dir`, repairs its tail and returns the segments and the index.
 pub(crate) fn recover(dir: &Path, purged: Option<LogId>) -> Result<Recovered, DbError> {
-    let mut names: Vec<u64> = Vec::new();
-    for item in std::fs::read_dir(dir)? {
-        if let Some(first) = item?.file_name().to_str().and_then(segment::parse_name) {
-            names.push(first);
-        }
-    }
-    names.sort_unstable();
+    let names = segment::list(dir)?;
 
     let mut segments: Vec<Segment> = Vec::new();
     let mut index = Index::default();
@@ -72,6 +79,13 @@ pub(crate) fn recover(dir: &Path, purged: Option<LogId>) -> Result<Recovered, Db
         let path = dir.join(segment::file_name(first));
         let file = segment::open_file(&path)?;
         let scan = scan(&file, first)?;
+        if let Some(why) = scan.bad {
+            let next = names
+                .iter()
+                .find(|&&n| n > first)
+                .map(|&n| dir.join(segment::file_name(n)));
+            refuse_if_damaged(&file, &path, scan.end, why, next.as_deref())?;
+        }
         for &(log_id, offset, len) in &scan.records {
             if purged.is_none_or(|p| log_id.index > p.index) {
                 index.push(Slot {
@@ -82,7 +96,7 @@ pub(crate) fn recover(dir: &Path, purged: Option<LogId>) -> Result<Recovered, Db
                 });
             }
         }
-        if scan.dirty {
+        if scan.bad.is_some() {
             tracing::warn!(segment = %path.display(), offset = scan.end, "torn or invalid log record: the log ends before it");
             erase_after(&file, scan.end)?;
         }
@@ -109,42 +123,134 @@ pub(crate) fn recover(dir: &Path, purged: Option<LogId>) -> Result<Recovered, Db
     Ok(Recovered { segments, index })
 }
 
+/// Fails with [`DbError::CorruptRecord`] if the bad record at `offset` of
+/// `path` is followed by a valid record, in its file or at the start of the
+/// `next` segment (see the module doc); `Ok` if it is a torn tail.
+fn refuse_if_damaged(
+    file: &File,
+    path: &Path,
+    offset: u64,
+    why: &'static str,
+    next: Option<&Path>,
+) -> Result<(), DbError> {
+    let valid_at = match append_start_after(file, offset + 1)? {
+        Some(at) => Some((path.to_path_buf(), at)),
+        None => match next {
+            Some(next) if starts_with_valid_record(next)? => Some((next.to_path_buf(), 0)),
+            _ => None,
+        },
+    };
+    match valid_at {
+        None => Ok(()),
+        Some((valid_path, valid_offset)) => Err(DbError::CorruptRecord {
+            path: path.to_path_buf(),
+            offset,
+            why,
+            valid_path,
+            valid_offset,
+        }),
+    }
+}
+
+/// The offset of the first valid record (non-zero length that fits, good
+/// crc, decodable log id) that starts an append, at or after `from`, trying
+/// every byte offset. Zero bytes are skipped cheaply; a crc is computed only
+/// for a length that fits in the file.
+fn append_start_after(file: &File, from: u64) -> io::Result<Option<u64>> {
+    let file_len = file.metadata()?.len();
+    if from >= file_len {
+        return Ok(None);
+    }
+    let mut bytes = vec![0u8; (file_len - from) as usize];
+    file.read_exact_at(&mut bytes, from)?;
+    Ok(first_append_start(&bytes).map(|at| from + at as u64))
+}
+
+/// Whether the segment at `path` starts with a valid record (marked or not:
+/// a segment is only started once the one before it is durable).
+fn starts_with_valid_record(path: &Path) -> io::Result<bool> {
+    let file = segment::open_file(path)?;
+    let mut header = [0u8; HEADER];
+    if file.metadata()?.len() < HEADER as u64 {
+        return Ok(false);
+    }
+    file.read_exact_at(&mut header, 0)?;
+    let Header::Record { len, .. } = record::parse_header(header) else {
+        return Ok(false);
+    };
+    let mut bytes = vec![0u8; HEADER + len as usize];
+    if file.metadata()?.len() < bytes.len() as u64 {
+        return Ok(false);
+    }
+    file.read_exact_at(&mut bytes, 0)?;
+    Ok(valid_record_at(&bytes, 0).is_some())
+}
+
+/// The offset in `bytes` of the first valid record that starts an append.
+/// A record's length is not zero, so one of its first four bytes is not:
+/// only the four offsets up to each non-zero byte are tried.
+fn first_append_start(bytes: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    while at < bytes.len() {
+        let nonzero = at + bytes[at..].iter().position(|&b| b != 0)?;
+        let start = nonzero.saturating_sub(3).max(at);
+        if let Some(found) = (start..=nonzero).find(|&c| valid_record_at(bytes, c) == Some(true)) {
+            return Some(found);
+        }
+        at = nonzero + 1;
+    }
+    None
+}
+
+/// Whether a whole valid record starts at `at` in `bytes`: `None` if not,
+/// else whether it is the first of its append.
+fn valid_record_at(bytes: &[u8], at: usize) -> Option<bool> {
+    let header = bytes.get(at..at + HEADER)?.try_into().ok()?;
+    let Header::Record { len, crc } = record::parse_header(header) else {
+        return None;
+    };
+    let payload = bytes.get(at + HEADER..at + HEADER + len as usize)?;
+    let first = record::verify(payload, crc)?;
+    record::decode_log_id(payload).ok().map(|_| first)
+}
+
 /// Reads the good records at the start of a segment.
-fn scan(file: &File, first: u64) -> io::Result<Scan> {
+pub(crate) fn scan(file: &File, first: u64) -> io::Result<Scan> {
     let file_len = file.metadata()?.len();
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let mut records = Vec::new();
     let mut offset = 0u64;
     let mut payload = Vec::new();
-    let dirty = loop {
+    let bad = loop {
         if offset + HEADER as u64 > file_len {
-            break false;
+            break None;
         }
         let mut header = [0; HEADER];
         reader.read_exact(&mut header)?;
         let (len, crc) = match record::parse_header(header) {
-            Header::End => break false,
+            Header::End => break None,
             Header::Record { len, crc } => (len, crc),
         };
         if offset + (HEADER as u64) + u64::from(len) > file_len {
-            break true;
+            break Some("its length runs past the end of the file");
         }
         payload.resize(len as usize, 0);
         reader.read_exact(&mut payload)?;
-        if record::checksum(&payload) != crc {
-            break true;
+        if record::verify(&payload, crc).is_none() {
+            break Some("it fails its checksum");
         }
         let expected = first + records.len() as u64;
         match record::decode_log_id(&payload) {
             Ok(log_id) if log_id.index == expected => records.push((log_id, offset, len)),
-            _ => break true,
+            Ok(_) => break Some("its log index is out of sequence"),
+            Err(_) => break Some("its log id does not decode"),
         }
         offset += HEADER as u64 + u64::from(len);
     };
     Ok(Scan {
         records,
         end: offset,
-        dirty,
+        bad,
     })
 }
 
@@ -165,6 +271,7 @@ fn erase_after(file: &File, end: u64) -> io::Result<()> {
     if let Some(last) = last_dirty {
         segment::write_zeros(file, end, last + 1)?;
         file.sync_data()?;
+        crate::storage::power_cut::synced(file);
     }
     Ok(())
 }

@@ -13,9 +13,9 @@
 //! The zeros double as the end marker: a zero record header means "nothing
 //! written here" (see `record`).
 
+use crate::storage::power_cut;
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -60,6 +60,18 @@ pub(crate) fn parse_name(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// The `first` of every segment file in `dir`, sorted.
+pub(crate) fn list(dir: &Path) -> io::Result<Vec<u64>> {
+    let mut firsts = Vec::new();
+    for item in std::fs::read_dir(dir)? {
+        if let Some(first) = item?.file_name().to_str().and_then(parse_name) {
+            firsts.push(first);
+        }
+    }
+    firsts.sort_unstable();
+    Ok(firsts)
+}
+
 /// Opens an existing segment file for reading and writing.
 pub(crate) fn open_file(path: &Path) -> io::Result<File> {
     OpenOptions::new().read(true).write(true).open(path)
@@ -77,13 +89,15 @@ pub(crate) fn write_zeros(file: &File, from: u64, to: u64) -> io::Result<()> {
     let mut at = from;
     while at < to {
         let n = zeros.len().min((to - at) as usize);
-        file.write_all_at(&zeros[..n], at)?;
+        power_cut::write_at(file, &zeros[..n], at)?;
         at += n as u64;
     }
     Ok(())
 }
 
-/// Creates (replacing) a `size`-byte file of zeros at `path`, fsynced.
+/// Creates (replacing) a `size`-byte file of zeros at `path`, fsynced. On
+/// failure (`ENOSPC`, typically) the partial file is removed, so that it
+/// holds no space while the disk is full.
 fn create_zeroed(path: &Path, size: u64) -> io::Result<()> {
     let file = OpenOptions::new()
         .read(true)
@@ -91,8 +105,14 @@ fn create_zeroed(path: &Path, size: u64) -> io::Result<()> {
         .create(true)
         .truncate(true)
         .open(path)?;
-    write_zeros(&file, 0, size)?;
-    file.sync_all()
+    let filled = write_zeros(&file, 0, size).and_then(|()| file.sync_all());
+    if filled.is_ok() {
+        power_cut::synced(&file);
+    }
+    if filled.is_err() {
+        let _ = std::fs::remove_file(path);
+    }
+    filled
 }
 
 /// Makes zero-filled segment files of one size, the next one ahead of time
