@@ -50,6 +50,9 @@ pub struct ClusterSpec {
     pub dir: PathBuf,
     /// Extra `serve` flags for every node.
     pub serve_args: Vec<String>,
+    /// Extra environment for every node (a test hook such as the power-cut
+    /// model), under what [`Cluster::set_env`] adds per node.
+    pub env: Vec<(String, String)>,
 }
 
 /// The loopback IP node `id` listens and dials from.
@@ -191,6 +194,7 @@ impl Cluster {
     fn spawn(&mut self, id: u64) -> Result<(), String> {
         let binary = self.spec.binary.clone();
         let serve_args = self.spec.serve_args.clone();
+        let spec_env = self.spec.env.clone();
         let node = self.node_mut(id)?;
         node.starts += 1;
         let mut log = File::options()
@@ -212,7 +216,7 @@ impl Cluster {
         };
         command
             .args(&serve_args)
-            .envs(node.env.iter().map(|(k, v)| (k, v)))
+            .envs(spec_env.iter().chain(&node.env).map(|(k, v)| (k, v)))
             .env("RUST_LOG", "info,openraft=warn")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
@@ -267,6 +271,21 @@ impl Cluster {
             self.spawn(id)?;
         }
         self.await_answering(id).await
+    }
+
+    /// Waits (bounded) until node `id`'s process exits by itself; returns
+    /// how it exited.
+    pub async fn wait_exit(&mut self, id: u64, within: Duration) -> Result<String, String> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(exit) = self.exited(id) {
+                return Ok(exit);
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("node {id} did not exit within {within:?}"));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// Whether node `id`'s process has exited by itself (and reaps it).

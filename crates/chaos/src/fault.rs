@@ -11,6 +11,7 @@ use crate::probe::Probes;
 use crate::proxy::LinkFault;
 use crate::recorder::Recorder;
 use crate::workload::Workload;
+use leasehold_server::storage::{tear_wal_tail, POWER_CUT_EXIT_CODE};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -18,6 +19,9 @@ use std::time::Duration;
 
 /// Bound on a leader being agreed after a fault is undone.
 const RECOVERY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Bound on a node's exit after its power is cut.
+const POWER_CUT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Delay added to every link by `delay`.
 const DELAY_MS: u64 = 30;
@@ -43,7 +47,7 @@ const FAKETIME_LIBRARY: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT
 pub const BEYOND: [&str; 1] = ["clock-fast-beyond"];
 
 /// Every fault `all` runs, by its command-line name.
-pub const ALL: [&str; 15] = [
+pub const ALL: [&str; 18] = [
     "none",
     "kill-leader",
     "kill-random",
@@ -59,6 +63,9 @@ pub const ALL: [&str; 15] = [
     "member-change",
     "restart-all",
     "clock-fast",
+    "torn-wal",
+    "power-loss",
+    "power-loss-all",
 ];
 
 /// Parses `--faults` (`all`, or names separated by commas).
@@ -197,6 +204,33 @@ impl Window<'_> {
                 self.roll_clocks(None).await?;
                 return Ok(format!("every node's clock {rate}x fast for {hold:?}"));
             }
+            "torn-wal" => {
+                let id = self.random_node();
+                self.cluster.kill9(id)?;
+                let dir = self.cluster.data_dir(id)?.to_path_buf();
+                let torn = tear_wal_tail(&dir).map_err(|e| format!("tear node {id}'s log: {e}"))?;
+                tokio::time::sleep(hold).await;
+                self.cluster.restart(id).await?;
+                return Ok(format!(
+                    "node {id} killed, its log torn at {} of {} ({} of {} bytes), restarted",
+                    torn.offset,
+                    torn.segment.display(),
+                    torn.written_bytes,
+                    torn.claimed_bytes
+                ));
+            }
+            "power-loss" | "power-loss-all" => {
+                let ids = match fault {
+                    "power-loss" => vec![self.leader().await?],
+                    _ => self.cluster.ids(),
+                };
+                self.power_cut(&ids).await?;
+                tokio::time::sleep(hold).await;
+                for &id in &ids {
+                    self.cluster.restart(id).await?;
+                }
+                return Ok(format!("power cut of nodes {ids:?} (unsynced writes lost)"));
+            }
             other => return Err(format!("unknown fault {other:?}")),
         }
         Ok(fault.to_owned())
@@ -218,6 +252,24 @@ impl Window<'_> {
             self.cluster.kill9(id)?;
             self.cluster.restart(id).await?;
             self.leader().await?;
+        }
+        Ok(())
+    }
+
+    /// Cuts the power of `ids` at once: each drops every write it had not
+    /// fsynced and exits (the server's test-only power-cut model).
+    async fn power_cut(&mut self, ids: &[u64]) -> Result<(), String> {
+        for &id in ids {
+            self.cluster.signal(id, libc::SIGUSR2)?;
+        }
+        for &id in ids {
+            let exit = self.cluster.wait_exit(id, POWER_CUT_TIMEOUT).await?;
+            let code = format!("exit status: {POWER_CUT_EXIT_CODE}");
+            if exit != code {
+                return Err(format!(
+                    "node {id}'s power cut ended with {exit}, not {code}"
+                ));
+            }
         }
         Ok(())
     }

@@ -79,7 +79,7 @@ impl Recorder {
         let within = recorded
             .invokes_ms
             .iter()
-            .filter(|t| (from_ms..to_ms).contains(t));
+            .filter(|t| (from_ms..to_ms).contains(*t));
         within.count() as u64
     }
 }

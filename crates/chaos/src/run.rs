@@ -12,6 +12,7 @@ use crate::report::{Report, WindowReport};
 use crate::workload::ops::Ops;
 use crate::workload::{Workload, WorkloadSpec};
 use leasehold_client::Consistency;
+use leasehold_server::storage::POWER_LOSS_ENV;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::path::PathBuf;
@@ -56,6 +57,8 @@ pub async fn run(spec: &RunSpec) -> Result<Outcome, String> {
         binary: spec.binary.clone(),
         dir: dir.path().to_path_buf(),
         serve_args: Vec::new(),
+        // The power-cut model, for the power-loss faults (test-only hook).
+        env: vec![(POWER_LOSS_ENV.to_owned(), "1".to_owned())],
     })
     .await?;
     let recorder = Recorder::new();

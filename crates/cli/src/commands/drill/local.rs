@@ -23,6 +23,7 @@ impl LocalCluster {
             binary: binary.to_path_buf(),
             dir: dir.clone(),
             serve_args: Vec::new(),
+            env: Vec::new(),
         };
         // From here on the directory is ours to remove, whatever happens.
         let mut local = LocalCluster { cluster: None, dir };
