@@ -51,7 +51,13 @@ impl Recorder {
     /// Runs `change` on lease `id`'s record, if there is one.
     pub fn lease(&self, id: u64, change: impl FnOnce(&mut Lease)) {
         let mut recorded = self.lock();
-        if let Some(lease) = recorded.history.leases.iter_mut().find(|l| l.id == id) {
+        if let Some(lease) = recorded
+            .history
+            .leases
+            .iter_mut()
+            .rev()
+            .find(|l| l.id == id)
+        {
             change(lease);
         }
     }

@@ -6,6 +6,9 @@
 
 mod minority;
 mod reads;
+mod running_max;
+
+use running_max::RunningMax;
 
 pub use minority::{minority_writes, orphan_leases};
 pub use reads::{holder_reads, lost_puts, puts_by_holders};
@@ -236,27 +239,38 @@ pub fn fenced_register(history: &History) -> Vec<Violation> {
     for put in &history.puts {
         by_key.entry(put.key.as_str()).or_default().push(put);
     }
+    let mut maybe_by_key: HashMap<&str, Vec<&Put>> = HashMap::new();
+    for put in &history.unknown_puts {
+        maybe_by_key.entry(put.key.as_str()).or_default().push(put);
+    }
     let mut found = Vec::new();
     for (key, puts) in &by_key {
         let accepted: Vec<&&Put> = puts.iter().filter(|p| p.accepted).collect();
-        for a in &accepted {
-            for b in &accepted {
-                if a.completed_ms < b.invoked_ms && b.token < a.token {
-                    found.push(Violation::VersionRegressed {
-                        key: (*key).to_owned(),
-                        earlier: a.token,
-                        later: b.token,
-                    });
-                }
+        let completed = RunningMax::new(accepted.iter().map(|p| (p.completed_ms, p.token)));
+        for later in &accepted {
+            if let Some(earlier) = completed
+                .before(later.invoked_ms)
+                .filter(|e| *e > later.token)
+            {
+                found.push(Violation::VersionRegressed {
+                    key: (*key).to_owned(),
+                    earlier,
+                    later: later.token,
+                });
             }
         }
-        for refused in puts.iter().filter(|p| !p.accepted) {
-            let maybe = history.unknown_puts.iter().filter(|p| p.key == *key);
-            let justified = accepted
+        let maybe = maybe_by_key.get(key).into_iter().flatten();
+        let begun = RunningMax::new(
+            accepted
                 .iter()
-                .map(|a| **a)
-                .chain(maybe)
-                .any(|a| a.token > refused.token && a.invoked_ms < refused.completed_ms);
+                .map(|p| **p)
+                .chain(maybe.copied())
+                .map(|p| (p.invoked_ms, p.token)),
+        );
+        for refused in puts.iter().filter(|p| !p.accepted) {
+            let justified = begun
+                .before(refused.completed_ms)
+                .is_some_and(|highest| highest > refused.token);
             if !justified {
                 found.push(Violation::FalseRefusal {
                     key: (*key).to_owned(),
@@ -265,24 +279,28 @@ pub fn fenced_register(history: &History) -> Vec<Violation> {
             }
         }
     }
+    found.extend(phantom_reads(history));
+    found
+}
+
+/// A read sees only what an accepted (or maybe accepted) put, begun before
+/// the read ended, wrote.
+fn phantom_reads(history: &History) -> Vec<Violation> {
+    let mut first_sent: HashMap<(&str, u64, &str), u64> = HashMap::new();
+    let accepted = history.puts.iter().filter(|p| p.accepted);
+    for put in accepted.chain(&history.unknown_puts) {
+        let sent = first_sent
+            .entry((put.key.as_str(), put.token, put.value.as_str()))
+            .or_insert(u64::MAX);
+        *sent = (*sent).min(put.invoked_ms);
+    }
+    let mut found = Vec::new();
     for read in &history.reads {
         let Some((token, value)) = &read.observed else {
             continue;
         };
-        let wrote = |p: &Put, maybe: bool| {
-            (p.accepted || maybe)
-                && p.token == *token
-                && &p.value == value
-                && p.invoked_ms < read.completed_ms
-        };
-        let written = by_key
-            .get(read.key.as_str())
-            .is_some_and(|puts| puts.iter().any(|p| wrote(p, false)))
-            || history
-                .unknown_puts
-                .iter()
-                .any(|p| p.key == read.key && wrote(p, true));
-        if !written {
+        let sent = first_sent.get(&(read.key.as_str(), *token, value.as_str()));
+        if sent.is_none_or(|sent| *sent >= read.completed_ms) {
             found.push(Violation::PhantomRead {
                 key: read.key.clone(),
                 token: *token,
@@ -306,15 +324,15 @@ pub fn tokens(history: &History) -> Vec<Violation> {
                 });
             }
         }
-        for a in &holds {
-            for b in &holds {
-                if a.acquire_completed_ms < b.acquire_invoked_ms && a.token >= b.token {
-                    found.push(Violation::TokenOrder {
-                        lock: lock.clone(),
-                        earlier: a.token,
-                        later: b.token,
-                    });
-                }
+        let completed = RunningMax::new(holds.iter().map(|h| (h.acquire_completed_ms, h.token)));
+        for later in &holds {
+            let before = completed.before(later.acquire_invoked_ms);
+            if let Some(earlier) = before.filter(|e| *e >= later.token) {
+                found.push(Violation::TokenOrder {
+                    lock: lock.clone(),
+                    earlier,
+                    later: later.token,
+                });
             }
         }
     }

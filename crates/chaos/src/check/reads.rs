@@ -2,31 +2,37 @@
 //! views: what was acknowledged stays visible (no lost put, no lost grant,
 //! across crashes too), a put is accepted only from the holder of its
 //! token, and a `get`/`ls` shows a holder that held at some instant of
-//! the call.
+//! the call. Each rule indexes the history once ([`RunningMax`]), so a
+//! long run's millions of operations check in O(n log n).
 
-use super::{by_lock, Violation};
+use super::{by_lock, RunningMax, Violation};
 use crate::history::{History, Hold, LockRead};
+use std::collections::HashMap;
 
 /// An accepted put of token `t` (the workload writes the key named as the
 /// lock) must not come after `t`'s hold had ended: its release was
 /// acknowledged, or a newer token of the lock was granted, before the put
 /// was sent.
 pub fn puts_by_holders(history: &History) -> Vec<Violation> {
-    let locks = by_lock(history);
+    let locks: HashMap<String, LockIndex> = by_lock(history)
+        .into_iter()
+        .map(|(lock, holds)| (lock, LockIndex::new(history, holds, 1.0)))
+        .collect();
     let mut found = Vec::new();
     for put in history.puts.iter().filter(|p| p.accepted) {
-        let Some(holds) = locks.get(&put.key) else {
+        let Some(index) = locks.get(&put.key) else {
             continue;
         };
-        let Some(hold) = holds.iter().find(|h| h.token == put.token) else {
+        let Some(hold) = index.by_token.get(&put.token) else {
             continue;
         };
         let released = hold
             .release_completed_ms
             .is_some_and(|r| r < put.invoked_ms);
-        let replaced = holds
-            .iter()
-            .any(|h| h.token > put.token && h.acquire_completed_ms < put.invoked_ms);
+        let replaced = index
+            .granted
+            .before(put.invoked_ms)
+            .is_some_and(|newest| newest > put.token);
         if released || replaced {
             found.push(Violation::PutByNonHolder {
                 key: put.key.clone(),
@@ -41,16 +47,22 @@ pub fn puts_by_holders(history: &History) -> Vec<Violation> {
 /// A fenced read sees at least the newest put acknowledged before it
 /// began (also after a crash: an acknowledged put is durable).
 pub fn lost_puts(history: &History) -> Vec<Violation> {
+    let mut by_key: HashMap<&str, Vec<(u64, u64)>> = HashMap::new();
+    for put in history.puts.iter().filter(|p| p.accepted) {
+        let entry = by_key.entry(put.key.as_str()).or_default();
+        entry.push((put.completed_ms, put.token));
+    }
+    let acknowledged: HashMap<&str, RunningMax<u64>> = by_key
+        .into_iter()
+        .map(|(key, puts)| (key, RunningMax::new(puts)))
+        .collect();
     let mut found = Vec::new();
     for read in &history.reads {
-        let acknowledged = history
-            .puts
-            .iter()
-            .filter(|p| p.accepted && p.key == read.key && p.completed_ms < read.invoked_ms)
-            .map(|p| p.token)
-            .max();
         let seen = read.observed.as_ref().map_or(0, |(token, _)| *token);
-        if let Some(acknowledged) = acknowledged.filter(|a| seen < *a) {
+        let newest = acknowledged
+            .get(read.key.as_str())
+            .and_then(|index| index.before(read.invoked_ms));
+        if let Some(acknowledged) = newest.filter(|a| seen < *a) {
             found.push(Violation::LostPut {
                 key: read.key.clone(),
                 acknowledged,
@@ -67,12 +79,25 @@ pub fn lost_puts(history: &History) -> Vec<Violation> {
 /// older token) while a hold acknowledged before the call could not yet
 /// have ended.
 pub fn holder_reads(history: &History, rate_max: f64) -> Vec<Violation> {
-    let locks = by_lock(history);
-    let no_holds = Vec::new();
+    let locks: HashMap<String, LockIndex> = by_lock(history)
+        .into_iter()
+        .map(|(lock, holds)| (lock, LockIndex::new(history, holds, rate_max)))
+        .collect();
+    let mut first_pending: HashMap<&str, u64> = HashMap::new();
+    for pending in &history.pending_acquires {
+        let first = first_pending
+            .entry(pending.lock.as_str())
+            .or_insert(u64::MAX);
+        *first = (*first).min(pending.invoked_ms);
+    }
+    let empty = LockIndex::new(history, Vec::new(), rate_max);
     let mut found = Vec::new();
     for read in &history.lock_reads {
-        let holds = locks.get(&read.lock).unwrap_or(&no_holds);
-        if let Some(why) = wrong_holder(history, holds, read, rate_max) {
+        let index = locks.get(&read.lock).unwrap_or(&empty);
+        let maybe_granted = first_pending
+            .get(read.lock.as_str())
+            .is_some_and(|first| *first < read.completed_ms);
+        if let Some(why) = index.wrong_holder(read, maybe_granted) {
             found.push(Violation::HolderRead {
                 lock: read.lock.clone(),
                 seen: read.holder.unwrap_or(0),
@@ -84,60 +109,66 @@ pub fn holder_reads(history: &History, rate_max: f64) -> Vec<Violation> {
     found
 }
 
-/// Why `read` could not have been true at any instant of its call.
-fn wrong_holder(
-    history: &History,
-    holds: &[&Hold],
-    read: &LockRead,
-    rate_max: f64,
-) -> Option<String> {
-    let maybe_granted = history
-        .pending_acquires
-        .iter()
-        .any(|p| p.lock == read.lock && p.invoked_ms < read.completed_ms);
-    if let Some(seen) = read.holder {
-        match holds.iter().find(|h| h.token == seen) {
-            Some(hold) if hold.acquire_invoked_ms > read.completed_ms && !maybe_granted => {
-                return Some("seen before its acquire was sent".into())
-            }
-            Some(hold) => {
-                if hold
-                    .release_completed_ms
-                    .is_some_and(|r| r < read.invoked_ms)
-                {
-                    return Some("its release had been acknowledged before the view".into());
-                }
-                let newer = holds
-                    .iter()
-                    .find(|h| h.token > seen && h.acquire_completed_ms < read.invoked_ms);
-                if let Some(newer) = newer {
-                    return Some(format!(
-                        "token {} had been granted before the view",
-                        newer.token
-                    ));
-                }
-            }
-            None => {
-                if !maybe_granted {
-                    return Some("no acquire that could have granted it was sent".into());
-                }
-            }
-        }
-    }
-    let alive = holds.iter().find(|h| {
-        let lease_end = history
+/// One lock's holds, indexed for the questions the rules ask.
+struct LockIndex<'a> {
+    by_token: HashMap<u64, &'a Hold>,
+    /// Newest token granted before a time.
+    granted: RunningMax<u64>,
+    /// Among holds granted before a time, the one that could end last:
+    /// (earliest end, token).
+    alive: RunningMax<(u64, u64)>,
+}
+
+impl<'a> LockIndex<'a> {
+    fn new(history: &History, holds: Vec<&'a Hold>, rate_max: f64) -> LockIndex<'a> {
+        let lease_ends: HashMap<u64, u64> = history
             .leases
             .iter()
-            .find(|l| l.id == h.lease)
-            .map_or(0, |l| l.earliest_end_ms(rate_max));
-        h.acquire_completed_ms < read.invoked_ms
-            && h.release_invoked_ms.is_none_or(|r| r > read.completed_ms)
-            && lease_end > read.completed_ms
-    })?;
-    (read.holder != Some(alive.token)).then(|| {
-        format!(
-            "token {} was granted before the view and could not have ended before it",
-            alive.token
-        )
-    })
+            .map(|l| (l.id, l.earliest_end_ms(rate_max)))
+            .collect();
+        let end = |h: &Hold| {
+            let lease_end = lease_ends.get(&h.lease).copied().unwrap_or(0);
+            h.release_invoked_ms.unwrap_or(u64::MAX).min(lease_end)
+        };
+        LockIndex {
+            by_token: holds.iter().map(|h| (h.token, *h)).collect(),
+            granted: RunningMax::new(holds.iter().map(|h| (h.acquire_completed_ms, h.token))),
+            alive: RunningMax::new(
+                holds
+                    .iter()
+                    .map(|h| (h.acquire_completed_ms, (end(h), h.token))),
+            ),
+        }
+    }
+
+    /// Why `read` could not have been true at any instant of its call.
+    fn wrong_holder(&self, read: &LockRead, maybe_granted: bool) -> Option<String> {
+        if let Some(seen) = read.holder {
+            match self.by_token.get(&seen) {
+                Some(hold) if hold.acquire_invoked_ms > read.completed_ms && !maybe_granted => {
+                    return Some("seen before its acquire was sent".into());
+                }
+                Some(hold) => {
+                    if hold
+                        .release_completed_ms
+                        .is_some_and(|r| r < read.invoked_ms)
+                    {
+                        return Some("its release had been acknowledged before the view".into());
+                    }
+                    let newer = self.granted.before(read.invoked_ms).filter(|t| *t > seen);
+                    if let Some(newer) = newer {
+                        return Some(format!("token {newer} had been granted before the view"));
+                    }
+                }
+                None if !maybe_granted => {
+                    return Some("no acquire that could have granted it was sent".into());
+                }
+                None => {}
+            }
+        }
+        let (end, alive) = self.alive.before(read.invoked_ms)?;
+        (end > read.completed_ms && read.holder != Some(alive)).then(|| {
+            format!("token {alive} was granted before the view and could not have ended before it")
+        })
+    }
 }
