@@ -122,9 +122,34 @@ impl Window<'_> {
     }
 
     async fn inject(&mut self, fault: &str) -> Result<String, String> {
+        match fault {
+            "none" => {
+                tokio::time::sleep(self.hold).await;
+                Ok(fault.to_owned())
+            }
+            "partition-leader" => {
+                let id = self.leader().await?;
+                self.cut_off(&[id], LinkFault::PARTITION).await
+            }
+            "partition-minority" => {
+                let mut ids = self.cluster.ids();
+                ids.shuffle(self.rng);
+                ids.truncate((ids.len() - 1) / 2);
+                self.cut_off(&ids, LinkFault::PARTITION).await
+            }
+            "partition-bridge" => self.bridge().await,
+            "partition-one-way" => self.one_way().await,
+            "delay" | "loss" => self.slow_links(fault).await,
+            "torn-wal" => self.torn_wal().await,
+            "power-loss" | "power-loss-all" => self.power_loss(fault).await,
+            _ => self.inject_process_fault(fault).await,
+        }
+    }
+
+    /// The faults of processes: kills, pauses, stalls, membership, clocks.
+    async fn inject_process_fault(&mut self, fault: &str) -> Result<String, String> {
         let hold = self.hold;
         match fault {
-            "none" => tokio::time::sleep(hold).await,
             "kill-leader" | "kill-random" => {
                 let id = match fault {
                     "kill-leader" => self.leader().await?,
@@ -158,34 +183,6 @@ impl Window<'_> {
                 self.workload.stall_holders(4);
                 tokio::time::sleep(hold).await;
             }
-            "partition-leader" => {
-                let id = self.leader().await?;
-                return self.cut_off(&[id], LinkFault::PARTITION).await;
-            }
-            "partition-minority" => {
-                let mut ids = self.cluster.ids();
-                ids.shuffle(self.rng);
-                ids.truncate((ids.len() - 1) / 2);
-                return self.cut_off(&ids, LinkFault::PARTITION).await;
-            }
-            "partition-bridge" => return self.bridge().await,
-            "partition-one-way" => return self.one_way().await,
-            "delay" | "loss" => {
-                let link = match fault {
-                    "delay" => LinkFault {
-                        delay_ms: DELAY_MS,
-                        ..LinkFault::default()
-                    },
-                    _ => LinkFault {
-                        reset_per_mille: LOSS_PER_MILLE,
-                        ..LinkFault::default()
-                    },
-                };
-                for id in self.cluster.ids() {
-                    self.cluster.proxy(id)?.set_everyone(link);
-                }
-                tokio::time::sleep(hold).await;
-            }
             "member-change" => {
                 let id = self.leader().await?;
                 self.cluster.remove_node(id).await?;
@@ -204,36 +201,59 @@ impl Window<'_> {
                 self.roll_clocks(None).await?;
                 return Ok(format!("every node's clock {rate}x fast for {hold:?}"));
             }
-            "torn-wal" => {
-                let id = self.random_node();
-                self.cluster.kill9(id)?;
-                let dir = self.cluster.data_dir(id)?.to_path_buf();
-                let torn = tear_wal_tail(&dir).map_err(|e| format!("tear node {id}'s log: {e}"))?;
-                tokio::time::sleep(hold).await;
-                self.cluster.restart(id).await?;
-                return Ok(format!(
-                    "node {id} killed, its log torn at {} of {} ({} of {} bytes), restarted",
-                    torn.offset,
-                    torn.segment.display(),
-                    torn.written_bytes,
-                    torn.claimed_bytes
-                ));
-            }
-            "power-loss" | "power-loss-all" => {
-                let ids = match fault {
-                    "power-loss" => vec![self.leader().await?],
-                    _ => self.cluster.ids(),
-                };
-                self.power_cut(&ids).await?;
-                tokio::time::sleep(hold).await;
-                for &id in &ids {
-                    self.cluster.restart(id).await?;
-                }
-                return Ok(format!("power cut of nodes {ids:?} (unsynced writes lost)"));
-            }
             other => return Err(format!("unknown fault {other:?}")),
         }
         Ok(fault.to_owned())
+    }
+
+    /// Every link delayed, or losing connections, for the hold.
+    async fn slow_links(&mut self, fault: &str) -> Result<String, String> {
+        let link = match fault {
+            "delay" => LinkFault {
+                delay_ms: DELAY_MS,
+                ..LinkFault::default()
+            },
+            _ => LinkFault {
+                reset_per_mille: LOSS_PER_MILLE,
+                ..LinkFault::default()
+            },
+        };
+        for id in self.cluster.ids() {
+            self.cluster.proxy(id)?.set_everyone(link);
+        }
+        tokio::time::sleep(self.hold).await;
+        Ok(fault.to_owned())
+    }
+
+    /// A node killed, its log's tail torn as a crash mid-write leaves it.
+    async fn torn_wal(&mut self) -> Result<String, String> {
+        let id = self.random_node();
+        self.cluster.kill9(id)?;
+        let dir = self.cluster.data_dir(id)?.to_path_buf();
+        let torn = tear_wal_tail(&dir).map_err(|e| format!("tear node {id}'s log: {e}"))?;
+        tokio::time::sleep(self.hold).await;
+        self.cluster.restart(id).await?;
+        Ok(format!(
+            "node {id} killed, its log torn at {} of {} ({} of {} bytes), restarted",
+            torn.offset,
+            torn.segment.display(),
+            torn.written_bytes,
+            torn.claimed_bytes
+        ))
+    }
+
+    /// The leader's, or every node's, power cut.
+    async fn power_loss(&mut self, fault: &str) -> Result<String, String> {
+        let ids = match fault {
+            "power-loss" => vec![self.leader().await?],
+            _ => self.cluster.ids(),
+        };
+        self.power_cut(&ids).await?;
+        tokio::time::sleep(self.hold).await;
+        for &id in &ids {
+            self.cluster.restart(id).await?;
+        }
+        Ok(format!("power cut of nodes {ids:?} (unsynced writes lost)"))
     }
 
     /// Restarts the nodes one at a time (a leader agreed between two) with

@@ -69,23 +69,8 @@ pub async fn serve_on(
     let identity = Identity::load(config.node_id, log_store.identity_store(), clock.clone())
         .map_err(|error| ServeError::Storage(format!("cannot read the cluster id: {error}")))?;
     let identity = Arc::new(identity);
-    let listen_ip = config.listen.ip();
     let contacts = Arc::new(raft::contacts::Contacts::new(clock.clone()));
-    let network = raft::network::Network {
-        local_ip: (!listen_ip.is_unspecified()).then_some(listen_ip),
-        identity: identity.clone(),
-        contacts: contacts.clone(),
-        dialer: dialer.clone(),
-    };
-    let start = raft::node::Start {
-        node_id: config.node_id,
-        network,
-        formation: config.formation(),
-        cluster_token: config.cluster_token.clone(),
-        snapshot_every_entries: config.snapshot_every_entries,
-        timings: config.raft_timings,
-        identity: identity.clone(),
-    };
+    let start = raft_start(&config, &identity, &contacts, &dialer);
     let raft = raft::node::start(start, log_store, state_machine).await?;
     let quorum = QuorumMonitor::spawn(raft.metrics(), contacts, &config.raft_timings);
     let proposer = Proposer::spawn(raft.clone(), quorum.clone(), disk.clone());
@@ -128,6 +113,32 @@ pub async fn serve_on(
         tracing::warn!(%error, "raft did not shut down cleanly");
     }
     result
+}
+
+/// How this node's Raft starts: its network (dialing from the listen IP,
+/// so peers can tell who calls), formation, timings and identity.
+fn raft_start(
+    config: &ServeConfig,
+    identity: &Arc<Identity>,
+    contacts: &Arc<raft::contacts::Contacts>,
+    dialer: &PeerDialer,
+) -> raft::node::Start {
+    let listen_ip = config.listen.ip();
+    let network = raft::network::Network {
+        local_ip: (!listen_ip.is_unspecified()).then_some(listen_ip),
+        identity: identity.clone(),
+        contacts: contacts.clone(),
+        dialer: dialer.clone(),
+    };
+    raft::node::Start {
+        node_id: config.node_id,
+        network,
+        formation: config.formation(),
+        cluster_token: config.cluster_token.clone(),
+        snapshot_every_entries: config.snapshot_every_entries,
+        timings: config.raft_timings,
+        identity: identity.clone(),
+    }
 }
 
 /// Says at start what a reader of the log must know about this node's
