@@ -14,21 +14,29 @@ use std::time::Duration;
 /// Seconds per fault window (60 % with the fault in force, then recovery).
 const SECONDS_PER_FAULT: u64 = 6;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn t230_every_fault_keeps_every_property() {
-    let faults = fault::parse("all").expect("all faults");
-    let spec = RunSpec {
+/// A 3-node run of `faults` with 8 workers on 4 locks, ttl 2 s, and the
+/// documented clock bound.
+fn spec(faults: Vec<String>, seconds: u64, seed: u64) -> RunSpec {
+    RunSpec {
         nodes: 3,
-        seconds: SECONDS_PER_FAULT * faults.len() as u64,
-        seed: 230,
-        faults: faults.clone(),
+        seconds,
+        seed,
+        faults,
         workers: 8,
         locks: 4,
         ttl: Duration::from_millis(2_000),
         rate_max: 1.1,
         binary: env!("CARGO_BIN_EXE_leasehold").into(),
-    };
-    let outcome = run(&spec).await.expect("the harness ran");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t230_every_fault_keeps_every_property() {
+    let faults = fault::parse("all").expect("all faults");
+    let seconds = SECONDS_PER_FAULT * faults.len() as u64;
+    let outcome = run(&spec(faults.clone(), seconds, 230))
+        .await
+        .expect("the harness ran");
     let report = &outcome.report;
     eprintln!("{}", report.text());
     assert_eq!(report.violations(), 0, "{}", report.text());
@@ -66,18 +74,8 @@ async fn t230_every_fault_keeps_every_property() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn t230_clocks_beyond_the_bound_are_caught_as_early_grants() {
-    let spec = RunSpec {
-        nodes: 3,
-        seconds: 16,
-        seed: 231,
-        faults: vec!["clock-fast-beyond".into()],
-        workers: 8,
-        locks: 4,
-        ttl: Duration::from_millis(2_000),
-        rate_max: 1.1,
-        binary: env!("CARGO_BIN_EXE_leasehold").into(),
-    };
-    let outcome = run(&spec).await.expect("the harness ran");
+    let faults = vec!["clock-fast-beyond".to_owned()];
+    let outcome = run(&spec(faults, 16, 231)).await.expect("the harness ran");
     let report = &outcome.report;
     eprintln!("{}", report.text());
     let found: Vec<&Violation> = report.windows.iter().flat_map(|w| &w.violations).collect();
