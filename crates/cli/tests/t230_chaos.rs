@@ -4,7 +4,8 @@
 //! violation and every window must have done work. And the harness must be
 //! able to fail: with every node's clock 1.5 times as fast (beyond the
 //! documented bound), the locks of holders that stalled past their ttl are
-//! granted while those holders may still be writing, and the checker says so.
+//! granted while those holders may still be writing, and the checker says so
+//! (and only through the two rules that rely on the clock bound).
 
 use leasehold_chaos::check::{self, Violation};
 use leasehold_chaos::fault;
@@ -86,9 +87,12 @@ async fn t230_clocks_beyond_the_bound_are_caught_as_early_grants() {
         "a server clock 1.5x fast grants stalled holders' locks early: {}",
         report.text()
     );
+    // The only rules that lean on the clock bound: when a lease may end
+    // (early grants), and so when a holder must still show (views).
+    let clock_bound = ["no-early-grant", "linearizable-reads"];
     assert!(
-        found.iter().all(|v| v.property() == "no-early-grant"),
-        "only early grants follow from a fast clock: {}",
+        found.iter().all(|v| clock_bound.contains(&v.property())),
+        "only the rules that rely on the clock bound break under a fast clock: {}",
         report.text()
     );
 }
