@@ -44,6 +44,10 @@ struct Args {
     /// The `leasehold` binary (default: next to this one).
     #[arg(long)]
     leasehold: Option<PathBuf>,
+    /// Keep the nodes' data dirs and logs in DIR (created if missing)
+    /// instead of a temporary directory removed at the end.
+    #[arg(long, value_name = "DIR")]
+    keep_dir: Option<PathBuf>,
     /// Print the report as one JSON object.
     #[arg(long)]
     json: bool,
@@ -102,5 +106,6 @@ fn spec(args: &Args) -> Result<RunSpec, String> {
         ttl: Duration::from_millis(args.ttl_ms),
         rate_max: args.rate_max,
         binary,
+        keep_dir: args.keep_dir.clone(),
     })
 }

@@ -38,6 +38,9 @@ pub struct RunSpec {
     pub rate_max: f64,
     /// The `leasehold` binary.
     pub binary: PathBuf,
+    /// Where the nodes' data dirs and logs go, kept after the run (for
+    /// diagnosing a violation); `None`: a temporary directory, removed.
+    pub keep_dir: Option<PathBuf>,
 }
 
 /// What a run found, and the history it found it in.
@@ -51,11 +54,12 @@ const HOLD_SHARE: f64 = 0.6;
 
 /// Runs the schedule and checks it.
 pub async fn run(spec: &RunSpec) -> Result<Outcome, String> {
-    let dir = tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?;
+    let temporary = tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?;
+    let dir = spec.keep_dir.as_deref().unwrap_or(temporary.path());
     let mut cluster = Cluster::start(ClusterSpec {
         nodes: spec.nodes,
         binary: spec.binary.clone(),
-        dir: dir.path().to_path_buf(),
+        dir: dir.to_path_buf(),
         serve_args: Vec::new(),
         // The power-cut model, for the power-loss faults (test-only hook).
         env: vec![(POWER_LOSS_ENV.to_owned(), "1".to_owned())],
@@ -180,7 +184,7 @@ fn at_ms(violation: &Violation, history: &History) -> u64 {
         puts.map(|p| p.completed_ms).max().unwrap_or(0)
     };
     match violation {
-        Violation::DuplicateToken { lock, token } => hold(lock, *token),
+        Violation::DuplicateToken { lock, token, .. } => hold(lock, *token),
         Violation::TokenOrder { lock, later, .. } => hold(lock, *later),
         Violation::EarlyGrant { granted_ms, .. } => *granted_ms,
         Violation::VersionRegressed { key, later, .. } => put(key, *later),

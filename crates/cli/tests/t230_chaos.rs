@@ -28,15 +28,10 @@ fn spec(faults: Vec<String>, seconds: u64, seed: u64) -> RunSpec {
         ttl: Duration::from_millis(2_000),
         rate_max: 1.1,
         binary: env!("CARGO_BIN_EXE_leasehold").into(),
+        keep_dir: None,
     }
 }
 
-// Ignored while the violations it found are open (issue 16's note): a
-// token granted twice and acknowledged puts unseen after power-loss-all
-// (the product or the power-cut model), and a lock view showing a holder no
-// answered acquire was granted, after failovers (a retried queued acquire
-// suspected). Run it with `cargo test --test t230_chaos -- --ignored`.
-#[ignore = "open violations found by this very test: see the comment above"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn t230_every_fault_keeps_every_property() {
     let faults = fault::parse("all").expect("all faults");

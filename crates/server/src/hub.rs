@@ -9,7 +9,7 @@ use crate::sinks::{telemetry, Freed, Refusal, Sinks};
 use crate::storage::ApplyListener;
 use crate::waiters::WaitResult;
 use leasehold_core::{
-    Applied, Effect, FreeCause, LeaseId, LockName, Reply, State, Token, WaitEndCause,
+    Applied, Effect, FreeCause, LeaseId, LockName, Reply, Revision, State, Token, WaitEndCause,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -78,9 +78,10 @@ impl ApplyHub {
                 cause,
                 owner,
             } => {
+                let removed = WaitResult::Removed(*cause);
                 sinks
                     .waiters
-                    .wake(name, *lease, WaitResult::Removed(*cause));
+                    .wake(name, *lease, Revision(at.revision), removed);
                 if *cause == WaitEndCause::TimedOut {
                     let about = about(name, *lease, owner, Token(0));
                     sinks.events.waiter_timed_out(at, about);
@@ -94,7 +95,7 @@ impl ApplyHub {
         }
     }
 
-    /// A grant: wake the waiter (timing its wait), date the hold, log it,
+    /// A grant: wake the waiter, date the hold, log it,
     /// record it.
     fn lock_granted(&self, at: Stamp, effect: &Effect) {
         let Effect::LockGranted {
@@ -110,9 +111,8 @@ impl ApplyHub {
         };
         if *from_queue {
             let granted = WaitResult::Granted(*token);
-            if let Some(waited) = self.sinks.waiters.wake(name, *lease, granted) {
-                telemetry::waited(waited);
-            }
+            let waiters = &self.sinks.waiters;
+            waiters.wake(name, *lease, Revision(at.revision), granted);
         }
         self.sinks.holders.granted(*token, at.at_unix_ms);
         if !at.replayed {
@@ -268,7 +268,7 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::events::EventKind;
-    use leasehold_core::{ForcedBy, Reply, Revision};
+    use leasehold_core::{ForcedBy, Reply};
     use std::sync::Arc;
     use std::time::Duration;
 

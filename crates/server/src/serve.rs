@@ -66,6 +66,7 @@ pub async fn serve_on(
     }
     let state = state_machine.shared();
     let disk = log_store.disk_health();
+    let restart_floor = log_store.last_log_id();
     let identity = Identity::load(config.node_id, log_store.identity_store(), clock.clone())
         .map_err(|error| ServeError::Storage(format!("cannot read the cluster id: {error}")))?;
     let identity = Arc::new(identity);
@@ -93,6 +94,7 @@ pub async fn serve_on(
         identity,
         dialer,
         transport_security: config.transport_security(),
+        restart_floor,
     });
     if let Some(principal) = &config.bootstrap_admin {
         let principal = leasehold_core::auth::Principal::parse(principal)

@@ -21,7 +21,11 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Violation {
     /// Two acknowledged grants of one lock carry the same token.
-    DuplicateToken { lock: String, token: u64 },
+    DuplicateToken {
+        lock: String,
+        token: u64,
+        grants: [GrantSeen; 2],
+    },
     /// `earlier` completed before `later` was invoked, yet its token is
     /// not lower.
     TokenOrder {
@@ -109,6 +113,37 @@ impl Violation {
     }
 }
 
+/// One acknowledged grant, as a violation names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GrantSeen {
+    /// The lease it was granted to.
+    pub lease: u64,
+    /// When the acquire was sent.
+    pub invoked_ms: u64,
+    /// When its grant came back.
+    pub completed_ms: u64,
+}
+
+impl GrantSeen {
+    fn of(hold: &Hold) -> Self {
+        Self {
+            lease: hold.lease,
+            invoked_ms: hold.acquire_invoked_ms,
+            completed_ms: hold.acquire_completed_ms,
+        }
+    }
+}
+
+impl fmt::Display for GrantSeen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "lease {:x}, sent {} ms, answered {} ms",
+            self.lease, self.invoked_ms, self.completed_ms
+        )
+    }
+}
+
 /// Every property, in the order.
 pub const PROPERTIES: [&str; 6] = [
     "tokens",
@@ -122,8 +157,15 @@ pub const PROPERTIES: [&str; 6] = [
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Violation::DuplicateToken { lock, token } => {
-                write!(f, "lock {lock}: token {token} was granted twice")
+            Violation::DuplicateToken {
+                lock,
+                token,
+                grants: [first, second],
+            } => {
+                write!(
+                    f,
+                    "lock {lock}: token {token} was granted twice ({first}; {second})"
+                )
             }
             Violation::TokenOrder {
                 lock,
@@ -317,10 +359,11 @@ pub fn tokens(history: &History) -> Vec<Violation> {
     for (lock, holds) in by_lock(history) {
         let mut seen = HashMap::new();
         for hold in &holds {
-            if seen.insert(hold.token, ()).is_some() {
+            if let Some(first) = seen.insert(hold.token, *hold) {
                 found.push(Violation::DuplicateToken {
                     lock: lock.clone(),
                     token: hold.token,
+                    grants: [GrantSeen::of(first), GrantSeen::of(hold)],
                 });
             }
         }

@@ -105,8 +105,8 @@ async fn acquire_queued(
         acquire.lease,
         acquire.wait_ms,
     );
-    let acquisition = match node.propose(proposal).await {
-        Ok((acquisition, _)) => acquisition,
+    let (acquisition, acquired_at) = match node.propose(proposal).await {
+        Ok(applied) => applied,
         // Refused by the core: nothing was queued.
         Err(refused @ ApiError::Core(_)) => {
             wait.finish();
@@ -131,8 +131,8 @@ async fn acquire_queued(
                     wait.finish();
                     return Ok(granted(node, token, false, 0));
                 }
-                Standing::Queued => wait.until_granted().await?,
-                Standing::Gone => wait.until_deadline().await?,
+                Standing::Queued => wait.until_granted(acquired_at).await?,
+                Standing::Gone => wait.until_deadline(acquired_at).await?,
             };
             Ok(granted(node, token, false, waited_ms))
         }

@@ -22,6 +22,7 @@ mod keepalive_stream;
 mod list;
 mod list_leases;
 pub mod propose;
+mod read;
 mod release;
 mod revoke;
 mod services;
@@ -43,7 +44,6 @@ use crate::sinks::Sinks;
 use crate::storage::{DiskHealth, SharedState};
 use leasehold_core::{limits, LockError, Revision};
 use leasehold_proto::v1::ResponseHeader;
-use openraft::error::{CheckIsLeaderError, RaftError};
 use std::sync::Arc;
 
 /// Everything a handler needs; shared by all services.
@@ -73,6 +73,10 @@ pub struct Node {
     pub dialer: crate::tls::PeerDialer,
     /// How the port is protected (status and the live page show it).
     pub transport_security: crate::tls::TransportSecurity,
+    /// The last log id this node's log held when it started: a leader
+    /// restarted in the same term serves reads only once it has applied
+    /// up to here (see `read.rs`).
+    pub restart_floor: Option<crate::raft::types::LogId>,
 }
 
 impl Node {
@@ -83,83 +87,6 @@ impl Node {
             server_time_unix_ms: wall_unix_ms() as i64,
             node_id: self.node_id,
             removed: crate::raft::membership::removed(&self.raft.metrics().borrow()),
-        })
-    }
-
-    /// Waits until this node has applied everything committed before now
-    /// and is still the leader (a linearizable read). A leader without a
-    /// quorum fails at once, or as soon as the quorum goes while waiting,
-    /// with the no-quorum sentence (never openraft's own text).
-    pub async fn read_barrier(&self) -> Result<(), ApiError> {
-        if let Err(fault) = self.disk.check_poisoned() {
-            return self.read_after_poison(fault);
-        }
-        self.quorum.check().map_err(ApiError::NoQuorum)?;
-        tokio::select! {
-            biased;
-            confirmed = self.confirm_read() => confirmed,
-            why = self.quorum.lost() => Err(ApiError::NoQuorum(why)),
-        }
-    }
-
-    /// A failed fsync stopped this node's Raft (openraft treats a storage
-    /// error as fatal), so no read can be confirmed through it. A node that
-    /// is the only voter still answers from its applied state: nothing can
-    /// commit without it, so that state is the last there is (every
-    /// acknowledged write was applied before its reply). A member of a
-    /// larger cluster refuses: the others go on without it.
-    fn read_after_poison(&self, fault: crate::storage::DiskFault) -> Result<(), ApiError> {
-        let sole_voter = {
-            let metrics = self.raft.metrics();
-            let metrics = metrics.borrow();
-            let mut voters = metrics.membership_config.membership().voter_ids();
-            voters.next() == Some(self.node_id) && voters.next().is_none()
-        };
-        if sole_voter {
-            Ok(())
-        } else {
-            Err(ApiError::Disk(fault))
-        }
-    }
-
-    /// openraft confirms a read with one round of heartbeats on fresh
-    /// connections, each given one heartbeat interval: on a loaded machine
-    /// a round can miss while replication keeps the quorum acknowledging
-    /// this leader. So a missed round is tried again, for up to
-    /// the leader lease; a quorum really gone ends it sooner (see
-    /// [`read_barrier`](Self::read_barrier)).
-    async fn confirm_read(&self) -> Result<(), ApiError> {
-        // The leader lease, after which a real loss shows anyway; between
-        // rounds, half a heartbeat interval.
-        let timings = self.quorum.timings();
-        let (read_confirm_max, read_confirm_pause) =
-            (timings.leader_lease, timings.heartbeat_interval / 2);
-        let mut acked = 1;
-        let rounds = async {
-            loop {
-                match self.raft.ensure_linearizable().await {
-                    Err(RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(short))) => {
-                        acked = short.got.len();
-                        tokio::time::sleep(read_confirm_pause).await;
-                    }
-                    confirmed => return confirmed,
-                }
-            }
-        };
-        let confirmed = match tokio::time::timeout(read_confirm_max, rounds).await {
-            Ok(confirmed) => confirmed,
-            Err(_) => return Err(ApiError::NoQuorum(self.quorum.unconfirmed(acked))),
-        };
-        confirmed.map(|_| ()).map_err(|error| match error {
-            RaftError::APIError(CheckIsLeaderError::ForwardToLeader(forward)) => {
-                crate::proposer::not_leader(&self.raft, forward).into()
-            }
-            RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(short)) => {
-                ApiError::NoQuorum(self.quorum.unconfirmed(short.got.len()))
-            }
-            RaftError::Fatal(fatal) => {
-                ApiError::Unavailable(format!("the replicated log stopped: {fatal}"))
-            }
         })
     }
 }

@@ -1,6 +1,7 @@
 //! A queued acquire's wait. It registers with the waiter registry before the
 //! acquire is proposed, then waits to be woken: by its grant, or by its
-//! removal from the queue. The wait's deadline is the lessor's (armed on
+//! removal from the queue, made by a command after its acquire (earlier
+//! wakes of the same lock and lease are history: see `crate::waiters`). The wait's deadline is the lessor's (armed on
 //! every node from the applied enqueue): when it passes, the leader
 //! proposes `CancelWait`, whose outcome, ordered in the log, says whether
 //! the grant won the race, and its effect wakes this wait with
@@ -13,11 +14,11 @@
 use super::propose::Proposal;
 use super::{ApiError, Node};
 use crate::raft::node::RaftTimings;
-use crate::waiters::WaitResult;
-use leasehold_core::{LeaseId, LockError, LockName, Token, WaitEndCause};
+use crate::sinks::telemetry;
+use crate::waiters::{Wait, WaitResult};
+use leasehold_core::{LeaseId, LockError, LockName, Revision, Token, WaitEndCause};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 /// How long past its deadline a wait still expects the leader's
@@ -37,7 +38,7 @@ pub struct QueuedWait {
     lease: LeaseId,
     started: Instant,
     deadline: Instant,
-    receiver: Option<oneshot::Receiver<WaitResult>>,
+    receiver: Option<Wait>,
     finished: bool,
 }
 
@@ -73,24 +74,30 @@ impl QueuedWait {
     }
 
     /// Waits for the grant, or for the lessor's timeout to remove the wait;
-    /// returns the token and the time waited.
-    pub async fn until_granted(self) -> Result<(Token, u64), ApiError> {
+    /// returns the token and the time waited. `acquired_at` is the revision
+    /// of the acquire that queued (or, retried, found queued) the lease.
+    pub async fn until_granted(self, acquired_at: Revision) -> Result<(Token, u64), ApiError> {
         let bound = self.deadline + wake_grace(self.node.quorum.timings());
-        self.until(bound).await
+        self.until(bound, acquired_at).await
     }
 
     /// The wait is over already (a retried acquire replayed `Queued`, but
     /// the lease is no longer in the queue): nothing will wake it, so it
     /// waits out its own deadline and then leaves, as a timed-out wait.
-    pub async fn until_deadline(self) -> Result<(Token, u64), ApiError> {
+    pub async fn until_deadline(self, acquired_at: Revision) -> Result<(Token, u64), ApiError> {
         let bound = self.deadline;
-        self.until(bound).await
+        self.until(bound, acquired_at).await
     }
 
-    /// Waits to be woken until `bound`; past it, proposes `CancelWait`.
-    async fn until(mut self, bound: Instant) -> Result<(Token, u64), ApiError> {
-        let receiver = self.receiver.take().expect("waited once");
-        let result = tokio::time::timeout_at(bound, receiver).await;
+    /// Waits until `bound` to be woken by a command after `acquired_at`;
+    /// past the bound, proposes `CancelWait`.
+    async fn until(
+        mut self,
+        bound: Instant,
+        acquired_at: Revision,
+    ) -> Result<(Token, u64), ApiError> {
+        let mut receiver = self.receiver.take().expect("waited once");
+        let result = tokio::time::timeout_at(bound, receiver.after(acquired_at)).await;
         let waited_ms = self
             .node
             .sinks
@@ -99,9 +106,12 @@ impl QueuedWait {
             .saturating_duration_since(self.started)
             .as_millis() as u64;
         let outcome = match result {
-            Ok(Ok(WaitResult::Granted(token))) => Ok(token),
-            Ok(Ok(WaitResult::Removed(cause))) => Err(self.removed(cause, waited_ms)),
-            Ok(Err(_)) => Err(ApiError::Unavailable(
+            Ok(Some(WaitResult::Granted(token))) => {
+                telemetry::waited(Duration::from_millis(waited_ms));
+                Ok(token)
+            }
+            Ok(Some(WaitResult::Removed(cause))) => Err(self.removed(cause, waited_ms)),
+            Ok(None) => Err(ApiError::Unavailable(
                 "the waiter registry was reset".into(),
             )),
             Err(_) => self.cancel(waited_ms).await,

@@ -57,7 +57,7 @@ impl Sinks {
     /// takes over get `failover_margin`.
     pub fn new(clock: Arc<dyn Clock>, failover_margin: Duration) -> Sinks {
         Sinks {
-            waiters: Arc::new(Waiters::new(clock.clone())),
+            waiters: Arc::new(Waiters::new()),
             timers: Arc::new(Timers::new(clock.clone(), failover_margin)),
             holders: Arc::new(Holders::new(clock.clone())),
             samples: Arc::new(Samples::new(clock)),

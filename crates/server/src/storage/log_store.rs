@@ -124,6 +124,12 @@ impl LogStore {
         self.committed.load().ok().flatten().map(|id| id.index)
     }
 
+    /// The log id of the last entry in the log, if any (at start: what the
+    /// log held before this process, see `api::read`).
+    pub fn last_log_id(&self) -> Option<LogId> {
+        self.wal.last_log_id()
+    }
+
     /// The record of this node's cluster identity, in the same database.
     pub fn identity_store(&self) -> IdentityStore {
         IdentityStore::new(self.db.clone())

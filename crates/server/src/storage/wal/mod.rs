@@ -162,6 +162,12 @@ impl Wal {
         };
         let doomed = state.take_purged_segments();
         remove_segments(&dir, &doomed)?;
+        tracing::info!(
+            last = ?state.index.last(),
+            ?purged,
+            segments = state.segments.len(),
+            "log opened"
+        );
         Ok(Self {
             writer: Mutex::new(Preallocator::new(&dir, segment_bytes)?),
             dir,
