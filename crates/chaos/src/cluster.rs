@@ -65,6 +65,22 @@ fn proxy_ip(id: u64) -> IpAddr {
     IpAddr::V4(Ipv4Addr::new(127, 0, 0, 60 + id as u8))
 }
 
+/// The node behind an endpoint URL of [`Cluster::endpoints`] (its proxy's
+/// address names it), if it is one.
+pub fn node_of_endpoint(url: &str) -> Option<u64> {
+    let authority = url.split("://").nth(1)?.split('/').next()?;
+    let host = authority
+        .rsplit_once(':')
+        .map_or(authority, |(host, _)| host);
+    match host.parse::<IpAddr>().ok()? {
+        IpAddr::V4(ip) => {
+            let id = u64::from(ip.octets()[3]).checked_sub(60)?;
+            (ip.octets()[..3] == [127, 0, 0] && (1..=NODES_MAX).contains(&id)).then_some(id)
+        }
+        IpAddr::V6(_) => None,
+    }
+}
+
 /// A free TCP port on `ip` (bound, read, released).
 fn free_port_on(ip: IpAddr) -> Result<u16, String> {
     let listener = TcpListener::bind((ip, 0)).map_err(|e| format!("bind {ip}:0: {e}"))?;
@@ -495,5 +511,20 @@ impl Drop for Cluster {
                 let _ = child.wait();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_endpoint_names_its_node_by_its_proxys_address() {
+        assert_eq!(node_of_endpoint("http://127.0.0.62:40663"), Some(2));
+        assert_eq!(node_of_endpoint("https://127.0.0.69:1/"), Some(9));
+        assert_eq!(node_of_endpoint("http://127.0.0.60:5"), None);
+        assert_eq!(node_of_endpoint("http://127.0.0.1:5"), None);
+        assert_eq!(node_of_endpoint("http://10.0.0.61:5"), None);
+        assert_eq!(node_of_endpoint("not a url"), None);
     }
 }

@@ -149,9 +149,33 @@ pub struct LeaseListing {
     pub ids: Vec<u64>,
 }
 
+/// One client operation as it was sent and answered: the flat log of a
+/// run (written out as `history.jsonl` by `--keep-dir`); the rules read
+/// the typed records above, which the same calls fill.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct OpRecord {
+    /// The operation: `grant`, `renew`, `revoke`, `acquire`, `release`,
+    /// `put`, `read`, `get`, `list`, `list-leases`, or a probe's
+    /// `probe-grant`/`probe-renew`.
+    pub op: &'static str,
+    /// When it was sent.
+    pub invoked_ms: u64,
+    /// When its answer (or its last failure) came back.
+    pub completed_ms: u64,
+    /// The node that answered, if one did.
+    pub node: Option<u64>,
+    /// Its arguments, `name=value` separated by spaces.
+    pub args: String,
+    /// `ok ...` with what came back, `refused: ...` (a definite no) or
+    /// `unknown: ...` (it may or may not have taken effect).
+    pub outcome: String,
+}
+
 /// What a workload recorded.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct History {
+    /// Every operation, in the order they completed.
+    pub ops: Vec<OpRecord>,
     /// Every lease granted.
     pub leases: Vec<Lease>,
     /// Every acknowledged grant.

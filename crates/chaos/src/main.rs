@@ -45,7 +45,9 @@ struct Args {
     #[arg(long)]
     leasehold: Option<PathBuf>,
     /// Keep the nodes' data dirs and logs in DIR (created if missing)
-    /// instead of a temporary directory removed at the end.
+    /// instead of a temporary directory removed at the end, and write
+    /// every operation there (`history.jsonl`: times, node, arguments,
+    /// outcome).
     #[arg(long, value_name = "DIR")]
     keep_dir: Option<PathBuf>,
     /// Print the report as one JSON object.

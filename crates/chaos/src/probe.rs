@@ -9,7 +9,7 @@
 //! clients still reach), and a probe must ask the cut-off node only.
 
 use crate::cluster::Cluster;
-use crate::history::Probe;
+use crate::history::{OpRecord, Probe};
 use crate::recorder::Recorder;
 use crate::workload::ops::Ops;
 use leasehold_client::owner_info;
@@ -109,13 +109,23 @@ impl Prober {
         probes
     }
 
-    fn probe(&self, op: &str, invoked_ms: u64, ok: bool) -> Probe {
+    /// The probe's record, also logged as an operation of the run.
+    fn probe(&self, op: &'static str, invoked_ms: u64, args: String, outcome: String) -> Probe {
+        let completed_ms = self.recorder.now_ms();
+        self.recorder.op(OpRecord {
+            op,
+            invoked_ms,
+            completed_ms,
+            node: Some(self.node),
+            args,
+            outcome: outcome.clone(),
+        });
         Probe {
             node: self.node,
-            op: op.to_owned(),
+            op: op.trim_start_matches("probe-").to_owned(),
             invoked_ms,
-            completed_ms: self.recorder.now_ms(),
-            ok,
+            completed_ms,
+            ok: outcome.starts_with("ok"),
             cut_ms: self.cut_ms,
             healed_ms: u64::MAX,
         }
@@ -123,7 +133,6 @@ impl Prober {
 
     async fn grant(&self) -> Probe {
         let invoked_ms = self.recorder.now_ms();
-        self.recorder.op(invoked_ms);
         let request = GrantRequest {
             ttl_ms: TTL.as_millis() as u64,
             owner: Some(owner_info(Some("chaos-probe".into()), Vec::new())),
@@ -147,14 +156,27 @@ impl Prober {
             }),
         }
         drop(recorded);
-        self.probe("grant", invoked_ms, granted.is_ok())
+        let args = format!("ttl_ms={}", TTL.as_millis());
+        self.probe("probe-grant", invoked_ms, args, said(&granted))
     }
 
     async fn renew(&self, lease: u64) -> Probe {
         let invoked_ms = self.recorder.now_ms();
-        self.recorder.op(invoked_ms);
         let request = KeepAliveRequest { lease, seq: 0 };
         let renewed = self.client.clone().keep_alive(request).await;
-        self.probe("renew", invoked_ms, renewed.is_ok())
+        self.probe(
+            "probe-renew",
+            invoked_ms,
+            format!("lease={lease:x}"),
+            said(&renewed),
+        )
+    }
+}
+
+/// A raw call's outcome as the op log says it.
+fn said<T>(answer: &Result<tonic::Response<T>, tonic::Status>) -> String {
+    match answer {
+        Ok(_) => "ok".to_owned(),
+        Err(status) => format!("failed: {:?}: {}", status.code(), status.message()),
     }
 }

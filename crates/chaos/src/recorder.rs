@@ -1,10 +1,10 @@
 //! [`Recorder`]: the one clock and the one history every task of a run
 //! writes to. Times are ms since the run started on one monotonic clock
 //! (`Instant`), so invoke and complete times of different tasks compare.
-//! Each recorded operation also counts toward the ops of the fault window
-//! it was invoked in.
+//! Each operation is logged ([`OpRecord`]) and counts toward the ops of
+//! the fault window it was invoked in.
 
-use crate::history::{History, Hold, Lease};
+use crate::history::{History, Hold, Lease, OpRecord};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
@@ -20,8 +20,6 @@ pub struct Recorder {
 pub struct Recorded {
     /// The history the checker reads.
     pub history: History,
-    /// The invoke time of every operation, for ops per window.
-    pub invokes_ms: Vec<u64>,
 }
 
 impl Recorder {
@@ -43,9 +41,9 @@ impl Recorder {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Counts one operation invoked at `invoked_ms`.
-    pub fn op(&self, invoked_ms: u64) {
-        self.lock().invokes_ms.push(invoked_ms);
+    /// Logs one operation.
+    pub fn op(&self, record: OpRecord) {
+        self.lock().history.ops.push(record);
     }
 
     /// Runs `change` on lease `id`'s record, if there is one.
@@ -83,9 +81,10 @@ impl Recorder {
     pub fn ops_between(&self, from_ms: u64, to_ms: u64) -> u64 {
         let recorded = self.lock();
         let within = recorded
-            .invokes_ms
+            .history
+            .ops
             .iter()
-            .filter(|t| (from_ms..to_ms).contains(*t));
+            .filter(|op| (from_ms..to_ms).contains(&op.invoked_ms));
         within.count() as u64
     }
 }

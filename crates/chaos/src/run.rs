@@ -5,13 +5,12 @@
 use crate::check::{self, Violation};
 use crate::cluster::{Cluster, ClusterSpec};
 use crate::fault::Window;
-use crate::history::{History, LeaseListing};
+use crate::history::History;
 use crate::liveness;
 use crate::recorder::Recorder;
 use crate::report::{Report, WindowReport};
 use crate::workload::ops::Ops;
 use crate::workload::{Workload, WorkloadSpec};
-use leasehold_client::Consistency;
 use leasehold_server::storage::POWER_LOSS_ENV;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -96,7 +95,7 @@ pub async fn run(spec: &RunSpec) -> Result<Outcome, String> {
             .map_err(|e| format!("fault {fault}: {e}"))?;
         let rest = share.saturating_sub(Duration::from_millis(recorder.now_ms() - from_ms));
         tokio::time::sleep(rest).await;
-        list_leases(&auditor).await;
+        auditor.list_leases().await;
         windows.push((fault.clone(), detail, from_ms, recorder.now_ms()));
     }
     let locks = workload.locks().to_vec();
@@ -106,23 +105,27 @@ pub async fn run(spec: &RunSpec) -> Result<Outcome, String> {
         last.3 = recorder.now_ms() + 1;
     }
     let history = recorder.history();
+    if let Some(dir) = &spec.keep_dir {
+        write_op_log(&dir.join(OP_LOG), &history)?;
+    }
     Ok(Outcome {
         report: report(spec, &recorder, &history, windows),
         history,
     })
 }
 
-/// Records which leases the cluster has (for the orphan-lease rule).
-async fn list_leases(auditor: &Ops) {
-    let invoked_ms = auditor.recorder.now_ms();
-    if let Ok(listed) = auditor.client.list_leases(Consistency::Linearizable).await {
-        let ids = listed.leases.iter().map(|l| l.id).collect();
-        let mut recorded = auditor.recorder.lock();
-        recorded
-            .history
-            .lease_listings
-            .push(LeaseListing { invoked_ms, ids });
+/// The file, in `--keep-dir`, of every operation as one JSON object a line.
+pub const OP_LOG: &str = "history.jsonl";
+
+/// Writes the run's operations to `path`, one JSON object a line.
+fn write_op_log(path: &std::path::Path, history: &History) -> Result<(), String> {
+    let mut lines = String::new();
+    for op in &history.ops {
+        let line = serde_json::to_string(op).map_err(|e| format!("encode an operation: {e}"))?;
+        lines.push_str(&line);
+        lines.push('\n');
     }
+    std::fs::write(path, lines).map_err(|e| format!("write {}: {e}", path.display()))
 }
 
 /// After the last window, with everything healed: read every lock and key.
@@ -131,7 +134,7 @@ async fn audit(auditor: &Ops, locks: &[leasehold_client::LockName]) {
         auditor.get(lock).await;
         auditor.read(lock).await;
     }
-    list_leases(auditor).await;
+    auditor.list_leases().await;
 }
 
 fn report(

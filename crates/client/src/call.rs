@@ -150,8 +150,14 @@ impl Client {
                 let (error, leader_addr) = tokio::select! {
                     biased;
                     outcome = &mut trying => match outcome {
-                        Ok(reply) => return Ok(reply),
-                        Err((error, Retry::No)) => return Err(definite(error, route.url())),
+                        Ok(reply) => {
+                            crate::answered::note(route.url());
+                            return Ok(reply);
+                        }
+                        Err((error, Retry::No)) => {
+                            crate::answered::note(route.url());
+                            return Err(definite(error, route.url()));
+                        }
                         Err((error, Retry::Failover { leader_addr })) => (error, leader_addr),
                     },
                     () = tokio::time::sleep(bound) => (Error::Timeout { what, after: bound }, None),

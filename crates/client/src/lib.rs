@@ -72,6 +72,7 @@
 //! [`metrics`] (the client-side metric names).
 
 mod acquire;
+mod answered;
 pub mod backoff;
 mod call;
 mod client;
@@ -97,6 +98,7 @@ pub mod wire;
 mod with_lock;
 
 pub use acquire::{LockOptions, LockRequest};
+pub use answered::answered_by;
 pub use client::Client;
 pub use error::Error;
 pub use guard::{LockGuard, LockHandle};

@@ -4,12 +4,15 @@
 //! timeout, no leader, a lost connection: it may or may not have taken
 //! effect); the checker treats unknown outcomes as "maybe".
 
-use crate::history::{Hold, Lease, LockRead, Pending, Put, Read};
+use crate::cluster::node_of_endpoint;
+use crate::history::{Hold, Lease, LeaseListing, LockRead, OpRecord, Pending, Put, Read};
 use crate::recorder::Recorder;
 use leasehold_client::wire::GetLockResponse;
 use leasehold_client::{
-    owner_info, Client, Consistency, Error, FencedKey, LeaseId, LockName, LockOptions, Token,
+    answered_by, owner_info, Client, Consistency, Error, FencedKey, LeaseId, LockName, LockOptions,
+    Token,
 };
+use std::future::Future;
 use std::time::Duration;
 
 /// Whether an error leaves the operation's effect unknown.
@@ -31,16 +34,61 @@ pub struct Ops {
     pub recorder: Recorder,
 }
 
+/// One call's result, with when it was sent and answered and by whom.
+struct Called<T> {
+    result: Result<T, Error>,
+    invoked_ms: u64,
+    completed_ms: u64,
+    node: Option<u64>,
+}
+
+impl<T> Called<T> {
+    /// The log line of the call: `ok` with `said` of the reply, or the
+    /// error as a definite refusal or an unknown outcome.
+    fn record(&self, op: &'static str, args: String, said: impl Fn(&T) -> String) -> OpRecord {
+        let outcome = match &self.result {
+            Ok(reply) => format!("ok {}", said(reply)).trim_end().to_owned(),
+            Err(error) if unknown(error) => format!("unknown: {error}"),
+            Err(error) => format!("refused: {error}"),
+        };
+        OpRecord {
+            op,
+            invoked_ms: self.invoked_ms,
+            completed_ms: self.completed_ms,
+            node: self.node,
+            args,
+            outcome,
+        }
+    }
+}
+
 impl Ops {
+    /// Runs one client call, timed on the recorder's clock, noting which
+    /// node answered it.
+    async fn call<T>(&self, call: impl Future<Output = Result<T, Error>>) -> Called<T> {
+        let invoked_ms = self.recorder.now_ms();
+        let (result, url) = answered_by(call).await;
+        Called {
+            result,
+            invoked_ms,
+            completed_ms: self.recorder.now_ms(),
+            node: url.as_deref().and_then(node_of_endpoint),
+        }
+    }
+
     /// Grants a lease of `ttl`; records it (or the unknown grant).
     pub async fn grant(&self, ttl: Duration, owner: &str) -> Option<u64> {
-        let invoked_ms = self.recorder.now_ms();
-        self.recorder.op(invoked_ms);
-        let granted = self
-            .client
-            .grant_lease(ttl, owner_info(Some(owner.to_owned()), Vec::new()))
-            .await;
-        let completed_ms = self.recorder.now_ms();
+        let owner_info = owner_info(Some(owner.to_owned()), Vec::new());
+        let called = self.call(self.client.grant_lease(ttl, owner_info)).await;
+        let args = format!("ttl_ms={} owner={owner}", ttl.as_millis());
+        self.recorder
+            .op(called.record("grant", args, |g| format!("lease={:x}", g.lease.0)));
+        let Called {
+            result: granted,
+            invoked_ms,
+            completed_ms,
+            ..
+        } = called;
         let mut recorded = self.recorder.lock();
         match granted {
             Ok(granted) => {
@@ -67,11 +115,13 @@ impl Ops {
     /// Renews `lease` once; records an acknowledged renewal. `Err(true)`:
     /// the lease is gone for good.
     pub async fn renew(&self, lease: u64) -> Result<(), bool> {
-        let invoked_ms = self.recorder.now_ms();
-        self.recorder.op(invoked_ms);
-        match self.client.renew_lease(LeaseId(lease)).await {
+        let called = self.call(self.client.renew_lease(LeaseId(lease))).await;
+        let args = format!("lease={lease:x}");
+        self.recorder
+            .op(called.record("renew", args, |_| String::new()));
+        let (invoked_ms, completed_ms) = (called.invoked_ms, called.completed_ms);
+        match called.result {
             Ok(_) => {
-                let completed_ms = self.recorder.now_ms();
                 self.recorder.lease(lease, |l| {
                     l.renewals_sent_ms.push(invoked_ms);
                     l.last_ack_ms = completed_ms;
@@ -85,20 +135,31 @@ impl Ops {
     /// Revokes `lease` (its locks are freed).
     pub async fn revoke(&self, lease: u64) {
         let invoked_ms = self.recorder.now_ms();
-        self.recorder.op(invoked_ms);
         self.recorder
             .lease(lease, |l| l.revoke_invoked_ms = Some(invoked_ms));
-        let _ = self.client.revoke_lease(LeaseId(lease)).await;
+        let called = self.call(self.client.revoke_lease(LeaseId(lease))).await;
+        let args = format!("lease={lease:x}");
+        self.recorder
+            .op(called.record("revoke", args, |_| String::new()));
     }
 
     /// Acquires `lock` for `lease`, waiting up to `wait`; records the hold
     /// (or the unknown attempt). Returns the token.
     pub async fn acquire(&self, lease: u64, lock: &LockName, wait: Duration) -> Option<u64> {
-        let invoked_ms = self.recorder.now_ms();
-        self.recorder.op(invoked_ms);
         let options = LockOptions::default().wait(wait).fenced(true);
-        let acquired = self.client.acquire(LeaseId(lease), lock, &options).await;
-        let completed_ms = self.recorder.now_ms();
+        let called = self
+            .call(self.client.acquire(LeaseId(lease), lock, &options))
+            .await;
+        let args = format!("lease={lease:x} lock={lock} wait_ms={}", wait.as_millis());
+        self.recorder.op(called.record("acquire", args, |a| {
+            format!("token={} already_held={}", a.token.0, a.already_held)
+        }));
+        let Called {
+            result: acquired,
+            invoked_ms,
+            completed_ms,
+            ..
+        } = called;
         let mut recorded = self.recorder.lock();
         let name = lock.to_string();
         let history = &mut recorded.history;
@@ -145,16 +206,17 @@ impl Ops {
     /// Releases `lock` held by `lease` under `token`.
     pub async fn release(&self, lease: u64, lock: &LockName, token: u64) {
         let invoked_ms = self.recorder.now_ms();
-        self.recorder.op(invoked_ms);
         let name = lock.to_string();
         self.recorder
             .hold(&name, token, |h| h.release_invoked_ms = Some(invoked_ms));
-        let released = self
-            .client
-            .release(LeaseId(lease), lock, Token(token))
+        let called = self
+            .call(self.client.release(LeaseId(lease), lock, Token(token)))
             .await;
-        if released.is_ok() {
-            let completed_ms = self.recorder.now_ms();
+        let args = format!("lease={lease:x} lock={lock} token={token}");
+        self.recorder
+            .op(called.record("release", args, |_| String::new()));
+        if called.result.is_ok() {
+            let completed_ms = called.completed_ms;
             self.recorder.hold(&name, token, |h| {
                 h.release_completed_ms = Some(completed_ms)
             });
@@ -167,13 +229,21 @@ impl Ops {
         let Ok(key) = FencedKey::parse(lock.as_str()) else {
             return;
         };
-        let invoked_ms = self.recorder.now_ms();
-        self.recorder.op(invoked_ms);
-        let written = self
-            .client
-            .fenced_put(&key, value.clone().into_bytes(), lock, Token(token))
+        let called = self
+            .call(
+                self.client
+                    .fenced_put(&key, value.clone().into_bytes(), lock, Token(token)),
+            )
             .await;
-        let completed_ms = self.recorder.now_ms();
+        let args = format!("key={key} token={token} value={value}");
+        self.recorder
+            .op(called.record("put", args, |_| String::new()));
+        let Called {
+            result: written,
+            invoked_ms,
+            completed_ms,
+            ..
+        } = called;
         let put = |accepted| Put {
             key: key.to_string(),
             token,
@@ -197,16 +267,19 @@ impl Ops {
         let Ok(key) = FencedKey::parse(lock.as_str()) else {
             return;
         };
-        let invoked_ms = self.recorder.now_ms();
-        self.recorder.op(invoked_ms);
-        let Ok(found) = self
-            .client
-            .fenced_get(&key, Consistency::Linearizable)
-            .await
-        else {
+        let called = self
+            .call(self.client.fenced_get(&key, Consistency::Linearizable))
+            .await;
+        self.recorder
+            .op(called.record("read", format!("key={key}"), |found| {
+                found
+                    .as_ref()
+                    .map_or("none".into(), |v| format!("token={}", v.token.0))
+            }));
+        let (invoked_ms, completed_ms) = (called.invoked_ms, called.completed_ms);
+        let Ok(found) = called.result else {
             return;
         };
-        let completed_ms = self.recorder.now_ms();
         let observed = found.map(|v| (v.token.0, String::from_utf8_lossy(&v.value).into_owned()));
         self.recorder.lock().history.reads.push(Read {
             key: key.to_string(),
@@ -218,14 +291,23 @@ impl Ops {
 
     /// Reads `lock`'s holder (linearizable `get`).
     pub async fn get(&self, lock: &LockName) {
-        let invoked_ms = self.recorder.now_ms();
-        self.recorder.op(invoked_ms);
-        let holder = match self.client.get_lock(lock, Consistency::Linearizable).await {
-            Ok(GetLockResponse { lock: info, .. }) => info.and_then(|i| i.holder).map(|h| h.token),
+        let called = self
+            .call(self.client.get_lock(lock, Consistency::Linearizable))
+            .await;
+        let holder_of = |reply: &GetLockResponse| {
+            let info = reply.lock.as_ref();
+            info.and_then(|i| i.holder.as_ref()).map(|h| h.token)
+        };
+        self.recorder
+            .op(called.record("get", format!("lock={lock}"), |r| {
+                format!("holder_token={}", holder_of(r).unwrap_or(0))
+            }));
+        let (invoked_ms, completed_ms) = (called.invoked_ms, called.completed_ms);
+        let holder = match &called.result {
+            Ok(reply) => holder_of(reply),
             Err(Error::NoSuchLock { .. }) => None,
             Err(_) => return,
         };
-        let completed_ms = self.recorder.now_ms();
         self.recorder.lock().history.lock_reads.push(LockRead {
             lock: lock.to_string(),
             invoked_ms,
@@ -237,16 +319,17 @@ impl Ops {
     /// Lists the locks under `prefix` (linearizable `ls`): one view per
     /// lock of `locks` (absent: free).
     pub async fn list(&self, prefix: &str, locks: &[LockName]) {
-        let invoked_ms = self.recorder.now_ms();
-        self.recorder.op(invoked_ms);
-        let Ok(listed) = self
-            .client
-            .list_locks(prefix, Consistency::Linearizable)
-            .await
-        else {
+        let called = self
+            .call(self.client.list_locks(prefix, Consistency::Linearizable))
+            .await;
+        self.recorder
+            .op(called.record("list", format!("prefix={prefix}"), |l| {
+                format!("locks={}", l.locks.len())
+            }));
+        let (invoked_ms, completed_ms) = (called.invoked_ms, called.completed_ms);
+        let Ok(listed) = called.result else {
             return;
         };
-        let completed_ms = self.recorder.now_ms();
         let mut recorded = self.recorder.lock();
         for lock in locks {
             let info = listed.locks.iter().find(|i| i.name == lock.as_str());
@@ -256,6 +339,23 @@ impl Ops {
                 completed_ms,
                 holder: info.and_then(|i| i.holder.as_ref()).map(|h| h.token),
             });
+        }
+    }
+
+    /// Lists every lease (linearizable): the orphan-lease rule's evidence.
+    pub async fn list_leases(&self) {
+        let called = self
+            .call(self.client.list_leases(Consistency::Linearizable))
+            .await;
+        self.recorder
+            .op(called.record("list-leases", String::new(), |l| {
+                format!("leases={}", l.leases.len())
+            }));
+        if let Ok(listed) = called.result {
+            let ids = listed.leases.iter().map(|l| l.id).collect();
+            let invoked_ms = called.invoked_ms;
+            let listing = LeaseListing { invoked_ms, ids };
+            self.recorder.lock().history.lease_listings.push(listing);
         }
     }
 }
