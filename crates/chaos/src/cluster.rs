@@ -20,6 +20,7 @@
 //! act on one node; dropping the cluster kills every node. Every wait is
 //! bounded and says what it waited for when it gives up.
 
+mod disk;
 mod membership;
 
 use crate::proxy::{LinkFault, Proxy};
@@ -94,6 +95,8 @@ struct Node {
     /// Extra environment for its process (a clock rate, a storage hook).
     env: Vec<(String, String)>,
     starts: u32,
+    /// The filesystem of its own its data dir was moved to (`disk-full`).
+    tmpfs: Option<crate::tmpfs::Tmpfs>,
 }
 
 /// A running cluster (see the module doc); kills its nodes when dropped.
@@ -436,6 +439,7 @@ impl Node {
             child: None,
             env: Vec::new(),
             starts: 0,
+            tmpfs: None,
         })
     }
 }
