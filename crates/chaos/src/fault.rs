@@ -6,6 +6,8 @@
 //! leader is agreed again. The workload runs throughout; the probes of
 //! `probe.rs` run while a node is cut off from the majority.
 
+mod disk;
+
 use crate::cluster::Cluster;
 use crate::probe::Probes;
 use crate::proxy::LinkFault;
@@ -47,7 +49,7 @@ const FAKETIME_LIBRARY: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT
 pub const BEYOND: [&str; 1] = ["clock-fast-beyond"];
 
 /// Every fault `all` runs, by its command-line name.
-pub const ALL: [&str; 18] = [
+pub const ALL: [&str; 20] = [
     "none",
     "kill-leader",
     "kill-random",
@@ -66,6 +68,8 @@ pub const ALL: [&str; 18] = [
     "torn-wal",
     "power-loss",
     "power-loss-all",
+    "fsync-fail",
+    "disk-full",
 ];
 
 /// Parses `--faults` (`all`, or names separated by commas).
@@ -142,6 +146,8 @@ impl Window<'_> {
             "delay" | "loss" => self.slow_links(fault).await,
             "torn-wal" => self.torn_wal().await,
             "power-loss" | "power-loss-all" => self.power_loss(fault).await,
+            "fsync-fail" => self.fsync_fail().await,
+            "disk-full" => self.disk_full().await,
             _ => self.inject_process_fault(fault).await,
         }
     }

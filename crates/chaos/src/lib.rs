@@ -32,4 +32,5 @@ pub mod proxy;
 pub mod recorder;
 pub mod report;
 pub mod run;
+pub mod tmpfs;
 pub mod workload;

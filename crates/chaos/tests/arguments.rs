@@ -32,3 +32,22 @@ fn a_missing_leasehold_binary_says_how_to_get_one() {
     );
     assert!(stderr.contains("--leasehold PATH"), "{stderr}");
 }
+
+#[test]
+fn the_disk_faults_are_known_and_run_last_in_all() {
+    let (code, stderr) = chaos(&[
+        "--faults",
+        "fsync-fail,disk-full,meteor",
+        "--leasehold",
+        "/bin/true",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("unknown fault \"meteor\""), "{stderr}");
+    assert!(
+        stderr.contains("fsync-fail") && stderr.contains("disk-full"),
+        "{stderr}"
+    );
+    let all = leasehold_chaos::fault::parse("all").unwrap();
+    let last: Vec<&str> = all.iter().rev().take(3).rev().map(|f| f.as_str()).collect();
+    assert_eq!(last, ["power-loss-all", "fsync-fail", "disk-full"]);
+}
