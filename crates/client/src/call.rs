@@ -77,6 +77,35 @@ fn definite(error: Error, url: &str) -> Error {
     }
 }
 
+/// A refusal that depends on the state (the lease, the holder, the
+/// token), returned by a retry after an attempt that got no answer: that
+/// attempt may have taken effect (and changed the state the retry was
+/// refused on), and the server's memory of the request id that would have
+/// replayed its outcome goes with the lease. So the call's outcome is
+/// unknown, and the caller is told so rather than given a "no" that may be
+/// false (a fenced put refused as "not holder" that was in fact written).
+fn after_unanswered(what: &str, refused: Error, unanswered: Option<&Error>) -> Error {
+    let state_dependent = matches!(
+        refused,
+        Error::LeaseNotFound { .. }
+            | Error::LeaseExpired { .. }
+            | Error::NotHolder { .. }
+            | Error::NoSuchLock { .. }
+            | Error::StaleToken { .. }
+            | Error::Busy { .. }
+            | Error::AlreadyHeld { .. }
+    );
+    match unanswered {
+        Some(first) if state_dependent => Error::Unavailable {
+            message: format!(
+                "{what}: an earlier attempt got no answer ({first}) and may have taken effect; \
+                 the retry was then refused ({refused}); check the lock or key before repeating it"
+            ),
+        },
+        _ => refused,
+    }
+}
+
 impl Client {
     /// Runs the unary `attempt` until it succeeds, fails definitely, or the
     /// budget is spent. `extra` lengthens each attempt's bound (a blocking
@@ -142,6 +171,8 @@ impl Client {
         let bound = options.call_timeout + extra;
         let mut backoff = self.backoff();
         let mut retries = 0u32;
+        // An attempt that got no answer may still take effect.
+        let mut unanswered: Option<Error> = None;
         loop {
             let route = pick();
             let (error, at_once) = {
@@ -156,6 +187,7 @@ impl Client {
                         }
                         Err((error, Retry::No)) => {
                             crate::answered::note(route.url());
+                            let error = after_unanswered(what, error, unanswered.as_ref());
                             return Err(definite(error, route.url()));
                         }
                         Err((error, Retry::Failover { leader_addr })) => (error, leader_addr),
@@ -163,6 +195,9 @@ impl Client {
                     () = tokio::time::sleep(bound) => (Error::Timeout { what, after: bound }, None),
                 };
                 tracing::debug!(%error, url = %route.url(), what, "call failed; failing over");
+                if matches!(error, Error::Timeout { .. }) {
+                    unanswered = Some(error.clone());
+                }
                 // Before the attempt is dropped (at the end of this block): a
                 // session call dropped first would close its stream as
                 // abandoned, not as failed.
@@ -190,5 +225,47 @@ impl Client {
             tokio::time::sleep(delay).await;
             retries += 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn not_holder() -> Error {
+        Error::NotHolder {
+            name: "jobs/a".into(),
+            holder_token: Some(leasehold_core::Token(9)),
+            lease: None,
+            token: Some(leasehold_core::Token(7)),
+        }
+    }
+
+    #[test]
+    fn a_refusal_after_an_unanswered_attempt_is_an_unknown_outcome() {
+        let timeout = Error::Timeout {
+            what: "FencedPut",
+            after: Duration::from_secs(2),
+        };
+        let said = after_unanswered("FencedPut", not_holder(), Some(&timeout));
+        let Error::Unavailable { message } = said else {
+            panic!("an unknown outcome is Unavailable: {said:?}");
+        };
+        assert!(message.contains("may have taken effect"), "{message}");
+        assert!(message.contains("not held with token 7"), "{message}");
+        // Without an unanswered attempt, or for a refusal the state does
+        // not decide, the server's answer stands.
+        assert_eq!(
+            after_unanswered("FencedPut", not_holder(), None),
+            not_holder()
+        );
+        let invalid = Error::InvalidArgument {
+            field: "key".into(),
+            reason: "is empty".into(),
+        };
+        assert_eq!(
+            after_unanswered("FencedPut", invalid.clone(), Some(&timeout)),
+            invalid
+        );
     }
 }

@@ -74,6 +74,7 @@ pub async fn serve_on(
     let start = raft_start(&config, &identity, &contacts, &dialer);
     let raft = raft::node::start(start, log_store, state_machine).await?;
     let quorum = QuorumMonitor::spawn(raft.metrics(), contacts, &config.raft_timings);
+    raft::full_disk::spawn(raft.clone(), disk.clone());
     let proposer = Proposer::spawn(raft.clone(), quorum.clone(), disk.clone());
     timers::spawn(
         sinks.timers.clone(),

@@ -4,10 +4,12 @@
 //! ([`transport`]), and their encoding ([`codec`]). Both sides note when
 //! each member was last heard from ([`contacts`]); with openraft's metrics
 //! that tells whether this node has its quorum ([`quorum`]), and whether
-//! it was removed from the cluster ([`membership`]).
+//! it was removed from the cluster ([`membership`]). A node whose disk is
+//! full yields leadership ([`full_disk`]).
 
 pub mod codec;
 pub mod contacts;
+pub mod full_disk;
 pub mod membership;
 pub mod network;
 pub mod node;
