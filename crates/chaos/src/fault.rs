@@ -47,7 +47,7 @@ const FAKETIME_LIBRARY: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT
 pub const BEYOND: [&str; 1] = ["clock-fast-beyond"];
 
 /// Every fault `all` runs, by its command-line name.
-pub const ALL: [&str; 18] = [
+pub const ALL: [&str; 19] = [
     "none",
     "kill-leader",
     "kill-random",
@@ -66,6 +66,7 @@ pub const ALL: [&str; 18] = [
     "torn-wal",
     "power-loss",
     "power-loss-all",
+    "pause-holder-process",
 ];
 
 /// Parses `--faults` (`all`, or names separated by commas).
@@ -142,6 +143,7 @@ impl Window<'_> {
             "delay" | "loss" => self.slow_links(fault).await,
             "torn-wal" => self.torn_wal().await,
             "power-loss" | "power-loss-all" => self.power_loss(fault).await,
+            "pause-holder-process" => crate::holder::pause::pause_holder_process(self).await,
             _ => self.inject_process_fault(fault).await,
         }
     }
