@@ -40,6 +40,9 @@ pub struct HolderArgs {
     /// Its name: the lease's owner and the values' prefix.
     #[arg(long)]
     pub name: String,
+    /// The run's process id: the holder is killed when that process ends.
+    #[arg(long)]
+    pub parent_pid: u32,
     /// It ends by itself after this long, ms, if its stdin is still open.
     #[arg(long, default_value_t = 300_000)]
     pub lifetime_ms: u64,
@@ -48,6 +51,7 @@ pub struct HolderArgs {
 /// Runs the holder until its stdin closes or its lifetime ends, then
 /// writes its history; the error says why it could not run.
 pub async fn run(args: HolderArgs) -> Result<(), String> {
+    die_with_run(args.parent_pid)?;
     let lock = LockName::parse(&args.lock).map_err(|e| format!("lock {:?}: {e}", args.lock))?;
     let recorder = Recorder::on_monotonic_epoch(args.epoch_ns)?
         .with_tap(|op| write_report(&Report::Op(op.clone())));
@@ -125,6 +129,26 @@ impl Holder<'_> {
             self.ops.revoke(keeper.id).await;
         }
     }
+}
+
+/// Has the kernel SIGKILL this process when the run's process ends: a
+/// holder stopped by SIGSTOP cannot see its stdin close.
+fn die_with_run(parent_pid: u32) -> Result<(), String> {
+    // SAFETY: PR_SET_PDEATHSIG takes one integer argument and only sets a
+    // flag of this process.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } != 0 {
+        return Err(format!(
+            "prctl(PR_SET_PDEATHSIG): {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // The run may have ended before the flag was set.
+    if std::os::unix::process::parent_id() != parent_pid {
+        return Err(format!(
+            "the run (pid {parent_pid}) that started this holder has ended"
+        ));
+    }
+    Ok(())
 }
 
 /// Sets `stop` once stdin reaches its end (the run closed it, or died),

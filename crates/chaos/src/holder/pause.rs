@@ -16,9 +16,12 @@ use super::process::HolderProcess;
 use crate::fault::Window;
 use crate::history::OpRecord;
 use rand::Rng;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::time::Instant;
+
+/// The binary holder processes run (its hidden `holder` subcommand).
+const BINARY: &str = "leasehold-chaos";
 
 /// Holder processes per window: one to pause, one to take the lock over.
 pub const HOLDERS: usize = 2;
@@ -68,6 +71,7 @@ pub async fn pause_holder_process(window: &mut Window<'_>) -> Result<String, Str
             epoch_ns: window.recorder.monotonic_epoch_ns(),
             name: format!("holder-{index}"),
             lifetime_ms: LIFETIME_MS,
+            parent_pid: std::process::id(),
         };
         holders.push(HolderProcess::spawn(&exe, &args, window.recorder).await?);
     }
@@ -127,18 +131,29 @@ fn late_summary(token: u64, late: &[OpRecord]) -> String {
     )
 }
 
-/// This binary, which a holder process runs (`leasehold-chaos holder`).
+/// The `leasehold-chaos` binary a holder process runs: this one, or, when
+/// the run is a test's (`crates/cli/tests/t230_chaos.rs` calls `run`
+/// in-process from `target/<profile>/deps/`), the one beside that test in
+/// the same target directory, which `cargo test --workspace` builds
+/// with it.
 fn holder_binary() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("find this binary: {e}"))?;
-    if exe.file_name().is_some_and(|n| n == "leasehold-chaos") {
-        Ok(exe)
-    } else {
-        Err(format!(
-            "pause-holder-process re-runs this binary as `leasehold-chaos holder`, but this \
-             is {}: run the fault from the leasehold-chaos binary",
-            exe.display()
-        ))
+    if exe.file_name().is_some_and(|n| n == BINARY) {
+        return Ok(exe);
     }
+    let dir = exe.parent();
+    let found = [dir, dir.and_then(Path::parent)]
+        .into_iter()
+        .flatten()
+        .map(|dir| dir.join(BINARY))
+        .find(|candidate| candidate.is_file());
+    found.ok_or_else(|| {
+        format!(
+            "pause-holder-process runs `{BINARY} holder` processes, but {} is not \
+                 {BINARY} and none is beside it: build it (cargo build -p leasehold-chaos)",
+            exe.display()
+        )
+    })
 }
 
 /// The first holder to report an acknowledged grant, within `limit`.

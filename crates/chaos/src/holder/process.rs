@@ -56,6 +56,7 @@ impl HolderProcess {
             .arg(format!("--ttl-ms={}", args.ttl_ms))
             .arg(format!("--epoch-ns={}", args.epoch_ns))
             .arg(format!("--lifetime-ms={}", args.lifetime_ms))
+            .arg(format!("--parent-pid={}", args.parent_pid))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
