@@ -111,11 +111,10 @@ impl Holder<'_> {
                 continue;
             };
             // Like a naive holder (a paused JVM), it does not check its
-            // lease between writes: the fenced store must refuse them.
+            // lease between writes: the fenced store must refuse them. A
+            // hold is finished even once told to stop (so a holder
+            // resumed then still writes late), which takes a ttl at most.
             for _ in 0..PUTS_PER_HOLD {
-                if !running() {
-                    break;
-                }
                 writes += 1;
                 let value = format!("{}-{writes}", self.name);
                 self.ops.put(self.lock, token, value).await;

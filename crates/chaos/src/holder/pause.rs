@@ -85,6 +85,10 @@ pub async fn pause_holder_process(window: &mut Window<'_>) -> Result<String, Str
     tokio::time::sleep(pause).await;
     paused.signal(libc::SIGCONT)?;
     let resumed_ms = window.recorder.now_ms();
+    // Each finishes its current hold (the resumed one writing late), then
+    // ends: the window is not held longer than a ttl for them.
+    holders.iter_mut().for_each(HolderProcess::close_stdin);
+    let paused = &mut holders[index];
     let late = late_puts(paused, grant.token, resumed_ms, ttl * 2 + FINISH_TIMEOUT).await?;
     for holder in holders {
         window.recorder.merge(holder.finish(FINISH_TIMEOUT).await?);

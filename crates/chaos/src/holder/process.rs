@@ -36,6 +36,8 @@ pub struct HolderProcess {
     /// Closed to tell it to finish.
     stdin: Option<ChildStdin>,
     lines: mpsc::UnboundedReceiver<Result<Report, String>>,
+    /// A report `reported` met and left for `next` (its history).
+    unread: Option<Report>,
     stderr: Arc<Mutex<VecDeque<String>>>,
 }
 
@@ -70,6 +72,7 @@ impl HolderProcess {
             name: args.name.clone(),
             stdin: child.stdin.take(),
             lines: forward_reports(child.stdout.take()),
+            unread: None,
             child,
             stderr: stderr.clone(),
         };
@@ -102,6 +105,9 @@ impl HolderProcess {
 
     /// The next line it writes, within `limit`.
     pub async fn next(&mut self, limit: Duration) -> Result<Report, String> {
+        if let Some(report) = self.unread.take() {
+            return Ok(report);
+        }
         match tokio::time::timeout(limit, self.lines.recv()).await {
             Ok(Some(report)) => report,
             Ok(None) => Err(format!("{} exited{}", self.name, self.said())),
@@ -113,13 +119,17 @@ impl HolderProcess {
         }
     }
 
-    /// Operations it reported so far, without waiting.
+    /// Operations it reported so far, without waiting (up to its
+    /// history, left for [`HolderProcess::finish`]).
     pub fn reported(&mut self) -> Result<Vec<OpRecord>, String> {
         let mut ops = Vec::new();
-        while let Ok(report) = self.lines.try_recv() {
+        while self.unread.is_none() {
+            let Ok(report) = self.lines.try_recv() else {
+                break;
+            };
             match report? {
                 Report::Op(op) => ops.push(op),
-                other => return Err(format!("{} said {other:?} mid-run", self.name)),
+                other => self.unread = Some(other),
             }
         }
         Ok(ops)
@@ -142,10 +152,15 @@ impl HolderProcess {
         Ok(())
     }
 
+    /// Closes its stdin: it finishes its current hold and ends.
+    pub fn close_stdin(&mut self) {
+        drop(self.stdin.take());
+    }
+
     /// Closes its stdin and waits, within `limit`, for its history and its
     /// exit.
     pub async fn finish(mut self, limit: Duration) -> Result<History, String> {
-        drop(self.stdin.take());
+        self.close_stdin();
         let until = tokio::time::Instant::now() + limit;
         loop {
             let left = until.saturating_duration_since(tokio::time::Instant::now());
