@@ -49,7 +49,7 @@ const FAKETIME_LIBRARY: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT
 pub const BEYOND: [&str; 1] = ["clock-fast-beyond"];
 
 /// Every fault `all` runs, by its command-line name.
-pub const ALL: [&str; 20] = [
+pub const ALL: [&str; 21] = [
     "none",
     "kill-leader",
     "kill-random",
@@ -70,6 +70,7 @@ pub const ALL: [&str; 20] = [
     "power-loss-all",
     "fsync-fail",
     "disk-full",
+    "pause-holder-process",
 ];
 
 /// Parses `--faults` (`all`, or names separated by commas).
@@ -148,6 +149,7 @@ impl Window<'_> {
             "power-loss" | "power-loss-all" => self.power_loss(fault).await,
             "fsync-fail" => self.fsync_fail().await,
             "disk-full" => self.disk_full().await,
+            "pause-holder-process" => crate::holder::pause::pause_holder_process(self).await,
             _ => self.inject_process_fault(fault).await,
         }
     }

@@ -1,10 +1,13 @@
 //! A recorded history: every lease and every hold a workload had, with the
 //! times (ms on the recorder's one monotonic clock) that bound when each
 //! operation took effect: an operation took effect at some instant between
-//! its invoke and its complete.
+//! its invoke and its complete. Every record is serde: a holder process
+//! sends its history to the run as JSON (`holder/`).
+
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// One lease, as its client saw it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lease {
     /// The lease id.
     pub id: u64,
@@ -46,7 +49,7 @@ impl Lease {
 }
 
 /// One acknowledged grant of a lock, as its client saw it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hold {
     /// The lock.
     pub lock: String,
@@ -65,7 +68,7 @@ pub struct Hold {
 }
 
 /// One fenced put to the built-in store whose answer came back.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Put {
     /// The key written.
     pub key: String,
@@ -82,7 +85,7 @@ pub struct Put {
 }
 
 /// One read of a fenced key whose answer came back.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Read {
     /// The key read.
     pub key: String,
@@ -96,7 +99,7 @@ pub struct Read {
 
 /// An acquire whose outcome never came back (a timeout, a lost
 /// connection): it may have been granted, under a token nobody saw.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pending {
     /// The lock.
     pub lock: String,
@@ -107,7 +110,7 @@ pub struct Pending {
 }
 
 /// One view of a lock's holder (`get`, or one lock of an `ls`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LockRead {
     /// The lock.
     pub lock: String,
@@ -121,7 +124,7 @@ pub struct LockRead {
 
 /// A write sent straight to a node cut off from the majority, while it
 /// was cut off: it must not succeed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Probe {
     /// The node it was sent to.
     pub node: u64,
@@ -141,7 +144,7 @@ pub struct Probe {
 
 /// The leases the cluster listed at one moment (every lease in it is the
 /// workload's, so each should be one the workload was granted).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeaseListing {
     /// When the listing was sent.
     pub invoked_ms: u64,
@@ -152,12 +155,13 @@ pub struct LeaseListing {
 /// One client operation as it was sent and answered: the flat log of a
 /// run (written out as `history.jsonl` by `--keep-dir`); the rules read
 /// the typed records above, which the same calls fill.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpRecord {
     /// The operation: `grant`, `renew`, `revoke`, `acquire`, `release`,
     /// `put`, `read`, `get`, `list`, `list-leases`, or a probe's
-    /// `probe-grant`/`probe-renew`.
-    pub op: &'static str,
+    /// `probe-grant`/`probe-renew` (one of [`OP_NAMES`]).
+    #[serde(deserialize_with = "op_name")]
+    pub op: OpName,
     /// When it was sent.
     pub invoked_ms: u64,
     /// When its answer (or its last failure) came back.
@@ -172,7 +176,7 @@ pub struct OpRecord {
 }
 
 /// What a workload recorded.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct History {
     /// Every operation, in the order they completed.
     pub ops: Vec<OpRecord>,
@@ -197,4 +201,41 @@ pub struct History {
     pub probes: Vec<Probe>,
     /// Lease listings.
     pub lease_listings: Vec<LeaseListing>,
+}
+
+/// An operation's name. An alias, not `&'static str` written out: serde
+/// would borrow a field of that type from the input, which a name read
+/// from a holder's line cannot be; [`op_name`] maps it to one of
+/// [`OP_NAMES`] instead.
+pub type OpName = &'static str;
+
+/// Every [`OpRecord::op`]: a record read back (from a holder process)
+/// names one of these.
+pub const OP_NAMES: [&str; 12] = [
+    "grant",
+    "renew",
+    "revoke",
+    "acquire",
+    "release",
+    "put",
+    "read",
+    "get",
+    "list",
+    "list-leases",
+    "probe-grant",
+    "probe-renew",
+];
+
+/// Reads an [`OpRecord::op`] back as the name it was written from.
+fn op_name<'de, D: Deserializer<'de>>(deserializer: D) -> Result<&'static str, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    OP_NAMES
+        .iter()
+        .find(|known| **known == name)
+        .copied()
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown operation {name:?}: add it to history::OP_NAMES"
+            ))
+        })
 }

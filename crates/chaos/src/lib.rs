@@ -7,6 +7,8 @@
 //! - [`cluster`]: real `leasehold serve` processes on loopback, each behind
 //!   a [`proxy`] that injects network faults (also `leasehold drill --local`'s
 //!   throwaway cluster).
+//! - [`holder`]: workload clients in processes of their own (the hidden
+//!   `leasehold-chaos holder`), so a holder can be SIGSTOPped for real.
 //! - [`history`]: what was recorded — leases (granted, renewed, revoked),
 //!   holds (acquired, released), fenced puts and reads, each operation with its invoke and
 //!   complete times on one monotonic clock of the recorder.
@@ -26,6 +28,7 @@ pub mod check;
 pub mod cluster;
 pub mod fault;
 pub mod history;
+pub mod holder;
 pub mod liveness;
 pub mod probe;
 pub mod proxy;

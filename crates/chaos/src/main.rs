@@ -1,10 +1,13 @@
 //! `leasehold-chaos`: runs a real cluster under a seeded schedule of
 //! faults with a recorded workload, checks the history, prints the report
 //! (`--json`: one object), and exits 0 only with no violation (1: a
-//! violation, 2: bad arguments, 3: the run itself failed).
+//! violation, 2: bad arguments, 3: the run itself failed). Hidden:
+//! `leasehold-chaos holder ...`, one holder process of a run
+//! (`holder/`), started by the run itself.
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use leasehold_chaos::fault;
+use leasehold_chaos::holder::{self, child::HolderArgs};
 use leasehold_chaos::run::{run, RunSpec};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,6 +18,8 @@ use std::time::Duration;
 #[derive(Parser, Debug)]
 #[command(name = "leasehold-chaos", version)]
 struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Founding members of the cluster.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=7))]
     nodes: u64,
@@ -55,9 +60,27 @@ struct Args {
     json: bool,
 }
 
+/// What a run starts of itself.
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// One holder process of a run (`pause-holder-process`): its
+    /// operations as JSON lines on stdout, until stdin closes.
+    #[command(name = holder::SUBCOMMAND, hide = true)]
+    Holder(HolderArgs),
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
+    if let Some(Command::Holder(holder_args)) = args.command {
+        return match holder::child::run(holder_args).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("leasehold-chaos holder: {message}");
+                ExitCode::from(3)
+            }
+        };
+    }
     let spec = match spec(&args) {
         Ok(spec) => spec,
         Err(message) => {

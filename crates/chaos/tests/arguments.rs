@@ -48,6 +48,14 @@ fn the_disk_faults_are_known_and_run_last_in_all() {
         "{stderr}"
     );
     let all = leasehold_chaos::fault::parse("all").unwrap();
-    let last: Vec<&str> = all.iter().rev().take(3).rev().map(|f| f.as_str()).collect();
-    assert_eq!(last, ["power-loss-all", "fsync-fail", "disk-full"]);
+    let last: Vec<&str> = all.iter().rev().take(4).rev().map(|f| f.as_str()).collect();
+    assert_eq!(
+        last,
+        [
+            "power-loss-all",
+            "fsync-fail",
+            "disk-full",
+            "pause-holder-process"
+        ]
+    );
 }

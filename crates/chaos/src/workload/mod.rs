@@ -16,7 +16,7 @@
 //! `pause-holder` fault). [`Workload::stop`] ends every worker after its
 //! current operation.
 
-mod keeper;
+pub(crate) mod keeper;
 pub mod ops;
 mod worker;
 
@@ -57,9 +57,10 @@ pub struct Workload {
     tasks: Vec<JoinHandle<()>>,
 }
 
-/// Client settings for the workers: fail over quickly, give up on a call
-/// within a few seconds (its outcome is then unknown, and recorded so).
-fn client_options() -> ClientOptions {
+/// Client settings for the workers (and the holder processes): fail over
+/// quickly, give up on a call within a few seconds (its outcome is then
+/// unknown, and recorded so).
+pub(crate) fn client_options() -> ClientOptions {
     ClientOptions {
         call_timeout: Duration::from_secs(2),
         connect_timeout: Duration::from_secs(1),
@@ -103,6 +104,11 @@ impl Workload {
     /// Makes the next `count` holders stall past their ttl.
     pub fn stall_holders(&self, count: u64) {
         self.shared.stalls.fetch_add(count, Ordering::SeqCst);
+    }
+
+    /// What the workload was started with.
+    pub fn spec(&self) -> &WorkloadSpec {
+        &self.shared.spec
     }
 
     /// The locks the workers use.

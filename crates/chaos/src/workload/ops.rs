@@ -257,7 +257,15 @@ impl Ops {
             Ok(_) => recorded.history.puts.push(put(true)),
             Err(Error::StaleToken { .. }) => recorded.history.puts.push(put(false)),
             Err(error) if unknown(&error) => recorded.history.unknown_puts.push(put(false)),
-            // NotHolder, NoSuchLock: refused without a newer write; nothing written.
+            // A retry after the lock passed on (or was freed and removed)
+            // hears NotHolder (NoSuchLock) though an earlier attempt may
+            // have written: the server remembers a put only while its
+            // lease lives. Maybe written. Seen when a holder process is
+            // SIGSTOPped with its put in flight.
+            Err(Error::NotHolder { .. } | Error::NoSuchLock { .. }) => {
+                recorded.history.unknown_puts.push(put(false))
+            }
+            // Anything else: refused as malformed; nothing written.
             Err(_) => {}
         }
     }
