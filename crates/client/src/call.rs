@@ -77,6 +77,16 @@ fn definite(error: Error, url: &str) -> Error {
     }
 }
 
+/// Whether a failed attempt may still have taken effect: every transient
+/// failure but a follower's "not the leader" (which proposed nothing). An
+/// attempt that timed out, whose session stream broke under it, or whose
+/// leader lost its quorum mid-write may have been applied all the same
+/// (the chaos harness caught a queued acquire granted after its stream to
+/// a paused leader broke, while the retry was told "lease expired").
+fn may_have_taken_effect(error: &Error) -> bool {
+    !matches!(error, Error::NotLeader { .. })
+}
+
 /// A refusal that depends on the state (the lease, the holder, the
 /// token), returned by a retry after an attempt that got no answer: that
 /// attempt may have taken effect (and changed the state the retry was
@@ -195,7 +205,7 @@ impl Client {
                     () = tokio::time::sleep(bound) => (Error::Timeout { what, after: bound }, None),
                 };
                 tracing::debug!(%error, url = %route.url(), what, "call failed; failing over");
-                if matches!(error, Error::Timeout { .. }) {
+                if may_have_taken_effect(&error) {
                     unanswered = Some(error.clone());
                 }
                 // Before the attempt is dropped (at the end of this block): a
@@ -267,5 +277,24 @@ mod tests {
             after_unanswered("FencedPut", invalid.clone(), Some(&timeout)),
             invalid
         );
+    }
+
+    #[test]
+    fn only_a_followers_not_leader_proposed_nothing() {
+        let broken = Error::Unavailable {
+            message: "the session stream to http://127.0.0.1:1 closed".into(),
+        };
+        assert!(may_have_taken_effect(&broken));
+        let timeout = Error::Timeout {
+            what: "Acquire",
+            after: Duration::from_secs(2),
+        };
+        assert!(may_have_taken_effect(&timeout));
+        let follower = Error::NotLeader {
+            leader: Some(2),
+            leader_addr: None,
+            message: "this node is not the leader".into(),
+        };
+        assert!(!may_have_taken_effect(&follower));
     }
 }

@@ -10,7 +10,8 @@
 //! batch fails at once with [`ProposeError::NoQuorum`] when the
 //! [`QuorumMonitor`] says the quorum is gone, and a batch in flight stops
 //! waiting when it goes (its entry may still commit later; request ids make
-//! the callers' retries idempotent).
+//! the callers' retries idempotent). A leader that removes itself stops
+//! waiting likewise: the remaining members no longer tell it what committed.
 
 use crate::clock::wall_unix_ms;
 use crate::raft::quorum::{NoQuorum, QuorumMonitor};
@@ -117,6 +118,10 @@ async fn run(
             written = raft.client_write(batch) => written,
             why = quorum.lost() => {
                 fail_all(replies, ProposeError::NoQuorum(why));
+                continue;
+            }
+            node_id = crate::raft::membership::removal(&raft) => {
+                fail_all(replies, ProposeError::Removed { node_id });
                 continue;
             }
         };

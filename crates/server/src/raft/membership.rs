@@ -15,6 +15,20 @@ pub fn removed(metrics: &RaftMetrics<u64, openraft::BasicNode>) -> bool {
     members.peek().is_some() && !members.any(|id| id == metrics.id)
 }
 
+/// Resolves with this node's id once it is removed from the cluster; never,
+/// if it stays a member or Raft stops. A write in flight on a leader that
+/// removes itself can wait for ever: its entry commits (or not) on the
+/// remaining members, which no longer replicate to this node, so openraft
+/// here never learns the outcome. The proposer stops waiting at this.
+pub async fn removal(raft: &crate::raft::types::Raft) -> u64 {
+    let mut metrics = raft.metrics();
+    let removed_id = metrics.wait_for(removed).await.map(|m| m.id);
+    match removed_id {
+        Ok(id) => id,
+        Err(_stopped) => std::future::pending().await,
+    }
+}
+
 /// The refusal a removed node gives writes and linearizable reads.
 pub fn refusal(node_id: u64) -> String {
     format!(
