@@ -15,6 +15,11 @@ pub enum Workload {
     /// Each client renews its lease (`Lease::keep_alive_once`) with
     /// `--inflight` renewals in flight; a cycle is one acknowledged renewal.
     Keepalive,
+    /// Builds held state and measures what it costs: `--leases` leases each
+    /// acquire `--locks` locks (`--clients` acquires in flight) and keep
+    /// them; reports the load rate and, with `--server-pid`, the server's
+    /// RSS before and after and the bytes per held lock. Then revokes.
+    Hold,
 }
 
 impl Workload {
@@ -23,6 +28,7 @@ impl Workload {
             Workload::Uncontended => "uncontended",
             Workload::Contended => "contended",
             Workload::Keepalive => "keepalive",
+            Workload::Hold => "hold",
         }
     }
 }
@@ -103,6 +109,16 @@ pub struct BenchArgs {
     /// one `Lock.Session` stream per client (the client library's default).
     #[arg(long, value_enum, default_value_t = Transport::Session)]
     pub transport: Transport,
+    /// Leases the hold workload grants (each holds `--locks` locks).
+    #[arg(long, value_name = "M")]
+    pub leases: Option<u32>,
+    /// Locks each lease of the hold workload acquires and keeps.
+    #[arg(long, value_name = "N")]
+    pub locks: Option<u32>,
+    /// The server's process id, on this machine: the report gives its
+    /// resident memory (from `/proc/PID/status`) before and after the run.
+    #[arg(long, value_name = "PID")]
+    pub server_pid: Option<u32>,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     pub json: bool,

@@ -26,8 +26,10 @@
 mod args;
 mod contended;
 mod etcd;
+mod hold;
 mod keepalive;
 mod plan;
+mod rss;
 mod setup;
 mod stats;
 mod uncontended;
@@ -102,8 +104,16 @@ pub async fn run(
         auth_token,
         ..plan
     };
+    if let Some(pid) = plan.server_pid {
+        // A pid that names no process is the caller's mistake: say so now.
+        rss::resident_bytes(pid).map_err(|e| BadFlags(format!("{e:#}")))?;
+    }
     let clients = setup::connect(&plan).await?;
-    let leases = setup::grant_leases(&clients, plan.clients).await?;
+    if plan.hold.is_some() {
+        return hold::run(&plan, &clients, args.json, print).await;
+    }
+    let rss_before = plan.server_pid.map(rss::resident_bytes).transpose()?;
+    let leases = setup::grant_leases(&clients, plan.clients, setup::LEASE_TTL).await?;
     // Where the grants went: the leader, when several endpoints are given.
     let endpoint = clients[0].endpoint();
     let workers = leases
@@ -115,11 +125,16 @@ pub async fn run(
         })
         .collect();
     let measured = measure(&plan, workers).await;
+    let rss_after = plan.server_pid.map(rss::resident_bytes).transpose()?;
     let revoke_failures = setup::revoke_leases(leases).await;
     let total = measured?;
 
     let info = plan.run_info(endpoint, plan.transport.name());
-    let report = Report::new(info, &total);
+    let report = Report {
+        server_rss_before_bytes: rss_before,
+        server_rss_after_bytes: rss_after,
+        ..Report::new(info, &total)
+    };
     if args.json {
         print(format_args!("{}\n", report.json()));
     } else {
@@ -157,6 +172,8 @@ async fn measure(plan: &Plan, workers: Vec<Worker>) -> anyhow::Result<Recorder> 
             .into_iter()
             .map(|w| tokio::spawn(keepalive::client(w, window, plan.inflight)))
             .collect(),
+        // Not a timed loop: `run` hands it to `hold::run` before this.
+        Workload::Hold => Vec::new(),
     };
     collect(tasks, plan.workload == Workload::Contended).await
 }

@@ -29,23 +29,53 @@ pub(super) struct Plan {
     pub(super) tls: TlsOptions,
     /// The bearer token sent with every call (`--auth-token`).
     pub(super) auth_token: Option<String>,
+    /// The state the hold workload builds (`None` for the others).
+    pub(super) hold: Option<HoldShape>,
+    /// The server process whose memory the report gives (`--server-pid`).
+    pub(super) server_pid: Option<u32>,
+}
+
+/// What the hold workload builds: `leases` leases holding `locks` locks each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct HoldShape {
+    pub(super) leases: u32,
+    pub(super) locks: u32,
+}
+
+impl HoldShape {
+    /// The flags' shape, checked against the server's limits; `None` for
+    /// the workloads that build no state (which ignore both flags).
+    fn new(args: &BenchArgs) -> anyhow::Result<Option<HoldShape>> {
+        if args.workload != Workload::Hold {
+            return Ok(None);
+        }
+        let (Some(leases), Some(locks)) = (args.leases, args.locks) else {
+            bail!(
+                "the hold workload needs --leases M and --locks N (M leases holding N locks each)"
+            );
+        };
+        let leases_max = leasehold_core::limits::LEASES_MAX;
+        if leases == 0 || leases as usize > leases_max {
+            bail!("--leases must be 1..={leases_max}, the server's LEASES_MAX (got {leases})");
+        }
+        let locks_max = leasehold_core::limits::LOCKS_PER_LEASE_MAX;
+        if locks == 0 || locks as usize > locks_max {
+            bail!(
+                "--locks must be 1..={locks_max}, the server's LOCKS_PER_LEASE_MAX (got {locks})"
+            );
+        }
+        Ok(Some(HoldShape { leases, locks }))
+    }
+
+    /// Locks held once the state is built.
+    pub(super) fn total(self) -> u64 {
+        u64::from(self.leases) * u64::from(self.locks)
+    }
 }
 
 impl Plan {
     pub(super) fn new(args: &BenchArgs) -> anyhow::Result<Plan> {
-        let endpoints: Vec<String> = args
-            .endpoints
-            .split(',')
-            .map(str::trim)
-            .filter(|e| !e.is_empty())
-            .map(|e| {
-                if e.contains("://") {
-                    e.to_owned()
-                } else {
-                    format!("http://{e}")
-                }
-            })
-            .collect();
+        let endpoints = endpoint_urls(&args.endpoints);
         if endpoints.is_empty() {
             bail!("--endpoints is empty: pass the server's gRPC URL, e.g. --endpoints http://127.0.0.1:7420");
         }
@@ -58,9 +88,10 @@ impl Plan {
         if args.keys == Some(0) {
             bail!("--keys must be at least 1 (got 0)");
         }
+        let hold = HoldShape::new(args)?;
         let keys = match args.workload {
             Workload::Uncontended => args.clients,
-            Workload::Keepalive => 0,
+            Workload::Keepalive | Workload::Hold => 0,
             Workload::Contended => {
                 let keys = args.keys.unwrap_or(1);
                 if keys > args.clients {
@@ -110,8 +141,26 @@ impl Plan {
             transport: args.transport,
             tls: TlsOptions::default(),
             auth_token: None,
+            hold,
+            server_pid: args.server_pid,
         })
     }
+}
+
+/// `--endpoints` as URLs: comma-separated, blanks dropped, `http://`
+/// added where no scheme is given.
+fn endpoint_urls(raw: &str) -> Vec<String> {
+    raw.split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(|e| {
+            if e.contains("://") {
+                e.to_owned()
+            } else {
+                format!("http://{e}")
+            }
+        })
+        .collect()
 }
 
 impl Plan {
@@ -249,6 +298,44 @@ mod tests {
             let err = plan(args).unwrap_err().to_string();
             assert!(err.contains(msg), "{args:?}: {err}");
         }
+    }
+
+    /// The hold workload's plan for `--leases` and `--locks` (either left
+    /// out when `None`).
+    fn hold(leases: Option<&str>, locks: Option<&str>) -> anyhow::Result<Plan> {
+        let mut args = vec!["--workload", "hold", "--clients", "64"];
+        args.extend(leases.map(|m| ["--leases", m]).into_iter().flatten());
+        args.extend(locks.map(|n| ["--locks", n]).into_iter().flatten());
+        plan(&args)
+    }
+
+    #[test]
+    fn hold_needs_a_shape_within_the_servers_limits() {
+        let p = hold(Some("1000"), Some("1000")).unwrap();
+        let shape = HoldShape {
+            leases: 1000,
+            locks: 1000,
+        };
+        assert_eq!(p.hold, Some(shape));
+        assert_eq!(shape.total(), 1_000_000);
+        for (leases, locks, message) in [
+            (Some("2"), None, "needs --leases M and --locks N"),
+            (Some("1"), Some("1025"), "LOCKS_PER_LEASE_MAX (got 1025)"),
+            (Some("0"), Some("1"), "--leases must be 1..="),
+        ] {
+            let err = hold(leases, locks).unwrap_err().to_string();
+            assert!(err.contains(message), "{leases:?} {locks:?}: {err}");
+        }
+        let p = plan(&[
+            "--workload",
+            "uncontended",
+            "--clients",
+            "1",
+            "--locks",
+            "9",
+        ])
+        .unwrap();
+        assert_eq!(p.hold, None, "only the hold workload builds state");
     }
 
     #[test]

@@ -56,14 +56,17 @@ pub(super) async fn connect(plan: &Plan) -> anyhow::Result<Vec<Client>> {
     Ok(clients)
 }
 
-/// Grants `count` leases, benchmark client `i`'s on `clients[i % len]`.
-pub(super) async fn grant_leases(clients: &[Client], count: u32) -> anyhow::Result<Vec<Lease>> {
+/// Grants `count` leases of `ttl`, benchmark client `i`'s on
+/// `clients[i % len]`.
+pub(super) async fn grant_leases(
+    clients: &[Client],
+    count: u32,
+    ttl: Duration,
+) -> anyhow::Result<Vec<Lease>> {
     futures::stream::iter(0..count)
         .map(|i| {
             let client = &clients[i as usize % clients.len()];
-            let lease = client
-                .lease(LEASE_TTL)
-                .owner(format!("leasehold-bench/{i}"));
+            let lease = client.lease(ttl).owner(format!("leasehold-bench/{i}"));
             async move {
                 lease.grant().await.map_err(|e| {
                     let context =

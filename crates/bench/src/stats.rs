@@ -175,6 +175,13 @@ pub struct Report {
     pub handoff_p999_us: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub handoff_max_us: Option<f64>,
+    /// The server's resident memory before the leases were granted
+    /// (`--server-pid`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_rss_before_bytes: Option<u64>,
+    /// ... and at the end of the measured window, before the revokes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_rss_after_bytes: Option<u64>,
 }
 
 impl Report {
@@ -213,6 +220,8 @@ impl Report {
             handoff_p99_us: hand.map(|h| h.p99_us),
             handoff_p999_us: hand.map(|h| h.p999_us),
             handoff_max_us: hand.map(|h| h.max_us),
+            server_rss_before_bytes: None,
+            server_rss_after_bytes: None,
         }
     }
 
@@ -270,6 +279,16 @@ impl Report {
                 .map(|(r, n)| format!("{r} {n}"))
                 .collect();
             let _ = writeln!(s, "  errors   {} ({})", self.errors, by.join(", "));
+        }
+        if let (Some(before), Some(after)) =
+            (self.server_rss_before_bytes, self.server_rss_after_bytes)
+        {
+            let _ = writeln!(
+                s,
+                "  server   RSS {} before, {} at the end",
+                crate::rss::mib(before),
+                crate::rss::mib(after)
+            );
         }
         s
     }

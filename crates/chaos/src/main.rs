@@ -1,7 +1,9 @@
 //! `leasehold-chaos`: runs a real cluster under a seeded schedule of
 //! faults with a recorded workload, checks the history, prints the report
 //! (`--json`: one object), and exits 0 only with no violation (1: a
-//! violation, 2: bad arguments, 3: the run itself failed). Hidden:
+//! violation, 2: bad arguments, 3: the run itself failed; a fault that
+//! could not be injected or undone stops the schedule, and what ran before
+//! it is still checked and reported). Hidden:
 //! `leasehold-chaos holder ...`, one holder process of a run
 //! (`holder/`), started by the run itself.
 
@@ -95,6 +97,10 @@ async fn main() -> ExitCode {
                 println!("{}", report.json());
             } else {
                 print!("{}", report.text());
+            }
+            if let Some(failure) = &report.failed {
+                eprintln!("leasehold-chaos: the run failed: {failure}");
+                return ExitCode::from(3);
             }
             ExitCode::from(u8::from(report.violations() > 0))
         }

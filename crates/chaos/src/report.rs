@@ -26,6 +26,10 @@ pub struct Report {
     pub seed: u64,
     pub nodes: u64,
     pub windows: Vec<WindowReport>,
+    /// Why the schedule stopped early (a fault could not be injected or
+    /// undone): the windows before it, and the failed one, are still
+    /// checked and reported.
+    pub failed: Option<String>,
 }
 
 impl WindowReport {
@@ -89,6 +93,7 @@ impl Report {
             "nodes": self.nodes,
             "ops": self.ops(),
             "violations": self.violations(),
+            "failed": self.failed,
             "faults": faults,
         })
     }
@@ -133,6 +138,52 @@ impl Report {
             self.ops(),
             self.violations()
         );
+        if let Some(failure) = &self.failed {
+            let _ = writeln!(out, "the run failed, so the schedule stopped: {failure}");
+        }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(failed: Option<String>) -> Report {
+        let window = WindowReport {
+            fault: "kill-leader".into(),
+            detail: "killed node 2 (the leader)".into(),
+            from_ms: 0,
+            to_ms: 10_000,
+            ops: 12_345,
+            violations: Vec::new(),
+            liveness: Liveness::default(),
+        };
+        Report {
+            seed: 16,
+            nodes: 3,
+            windows: vec![window],
+            failed,
+        }
+    }
+
+    #[test]
+    fn a_run_that_stopped_early_still_reports_what_ran_and_says_why() {
+        let why =
+            "fault disk-full: node 2 applied Some(14), not up to the leader's commit index 20";
+        let stopped = report(Some(why.into()));
+        let json = stopped.json();
+        assert_eq!(json["failed"], why);
+        assert_eq!(json["ops"], 12_345);
+        assert_eq!(json["faults"][0]["fault"], "kill-leader");
+        let text = stopped.text();
+        assert!(text.contains("kill-leader"), "{text}");
+        assert!(
+            text.contains(&format!("the schedule stopped: {why}")),
+            "{text}"
+        );
+        let whole = report(None);
+        assert!(whole.json()["failed"].is_null());
+        assert!(!whole.text().contains("stopped"));
     }
 }

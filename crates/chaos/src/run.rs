@@ -80,6 +80,7 @@ pub async fn run(spec: &RunSpec) -> Result<Outcome, String> {
     let mut rng = StdRng::seed_from_u64(spec.seed);
     let share = Duration::from_secs(spec.seconds) / spec.faults.len().max(1) as u32;
     let mut windows = Vec::new();
+    let mut failed = None;
     for fault in &spec.faults {
         let from_ms = recorder.now_ms();
         let mut window = Window {
@@ -89,10 +90,17 @@ pub async fn run(spec: &RunSpec) -> Result<Outcome, String> {
             rng: &mut rng,
             hold: share.mul_f64(HOLD_SHARE),
         };
-        let detail = window
-            .run(fault)
-            .await
-            .map_err(|e| format!("fault {fault}: {e}"))?;
+        let detail = match window.run(fault).await {
+            Ok(detail) => detail,
+            Err(e) => {
+                // The schedule stops here, but what ran is still checked
+                // and reported: an hour's history is not thrown away.
+                let failure = format!("fault {fault}: {e}");
+                windows.push((fault.clone(), failure.clone(), from_ms, recorder.now_ms()));
+                failed = Some(failure);
+                break;
+            }
+        };
         let rest = share.saturating_sub(Duration::from_millis(recorder.now_ms() - from_ms));
         tokio::time::sleep(rest).await;
         auditor.list_leases().await;
@@ -109,7 +117,10 @@ pub async fn run(spec: &RunSpec) -> Result<Outcome, String> {
         write_op_log(&dir.join(OP_LOG), &history)?;
     }
     Ok(Outcome {
-        report: report(spec, &recorder, &history, windows),
+        report: Report {
+            failed,
+            ..report(spec, &recorder, &history, windows)
+        },
         history,
     })
 }
@@ -166,6 +177,7 @@ fn report(
         seed: spec.seed,
         nodes: spec.nodes,
         windows,
+        failed: None,
     }
 }
 

@@ -275,10 +275,15 @@ impl Server {
         spawn_captured(self.command(args))
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("server running").id()
+    }
+
     /// Sends `signal` to the server process (SIGSTOP freezes it with its
     /// connections open, as a hung host would).
     pub fn signal(&self, signal: i32) {
-        let pid = self.child.as_ref().expect("server running").id() as i32;
+        let pid = self.pid() as i32;
         assert_eq!(
             unsafe { libc::kill(pid, signal) },
             0,
