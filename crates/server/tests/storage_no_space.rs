@@ -71,3 +71,44 @@ async fn an_append_without_space_waits_and_completes_when_space_returns() {
     let (mut log, _sm) = storage::open_with(&dir, Arc::new(NoopListener), options).unwrap();
     assert_eq!(log.try_get_log_entries(..).await.unwrap().len(), 200_000);
 }
+
+/// A snapshot due while the disk is full (the chaos harness's `disk-full`
+/// found a node stuck for good at a snapshot boundary: the database write
+/// failed, and openraft stops a node whose storage fails) waits for room,
+/// then is stored, and the node goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_due_on_a_full_disk_waits_and_is_stored_when_space_returns() {
+    use openraft::storage::{RaftSnapshotBuilder, RaftStateMachine};
+
+    let tmpfs = Tmpfs::mount("24m");
+    let dir = tmpfs.path().join("data");
+    let filler = tmpfs.path().join("filler");
+    let options = StorageOptions {
+        segment_bytes: SEGMENT_BYTES,
+    };
+    let (log, mut sm) = storage::open_with(&dir, Arc::new(NoopListener), options).unwrap();
+    let disk = log.disk_health();
+    fill(&filler, Duration::ZERO, || false);
+    assert!(disk.check().is_err(), "a full disk takes writes");
+
+    let mut builder = sm.get_snapshot_builder().await;
+    let build = tokio::spawn(async move { builder.build_snapshot().await });
+    tokio::time::sleep(BLOCKED_FOR).await;
+    assert!(
+        !build.is_finished(),
+        "a snapshot was written to (or failed on) a full disk: {:?}",
+        build.await
+    );
+
+    std::fs::remove_file(&filler).unwrap();
+    let built = tokio::time::timeout(RESUME_MAX, build)
+        .await
+        .expect("the snapshot is stored once space returns")
+        .unwrap()
+        .expect("the snapshot is stored, not failed");
+    let current = sm.get_current_snapshot().await.unwrap();
+    assert_eq!(
+        current.map(|s| s.meta.snapshot_id),
+        Some(built.meta.snapshot_id)
+    );
+}

@@ -29,6 +29,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
+/// First and longest pause of [`DiskHealth::room`] between checks.
+const ROOM_PAUSE_MIN: std::time::Duration = std::time::Duration::from_millis(50);
+const ROOM_PAUSE_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Why this node's disk takes no writes now.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DiskFault {
@@ -132,6 +136,22 @@ impl DiskHealth {
             }
         }
         verdict
+    }
+
+    /// Returns once the free space is enough for writes (at once if it
+    /// is), checking at growing intervals. Every database write (a vote, a
+    /// purged id, a snapshot) waits here first: redb meeting `ENOSPC`
+    /// mid-commit refuses every later write until the file is reopened,
+    /// and openraft stops a node whose storage fails, so a write made on a
+    /// full disk would leave the node stuck after space returned. The log's
+    /// appends wait differently (`LogStore::append`), since retrying one
+    /// is safe.
+    pub async fn room(&self) {
+        let mut pause = ROOM_PAUSE_MIN;
+        while self.check_space().is_err() {
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(ROOM_PAUSE_MAX);
+        }
     }
 
     /// Refuses to start when the free space is below what writes need

@@ -114,6 +114,7 @@ impl LogStore {
     ) -> Result<(), DbError> {
         let bytes = postcard::to_allocvec(value)?;
         let db = self.db.clone();
+        self.disk.room().await;
         blocking(move || meta::write_bytes(&db, key, &bytes)).await
     }
 

@@ -132,14 +132,14 @@ pub fn open_with(
     disk.check_at_start(first_segment_bytes)
         .map_err(OpenError::NoSpace)?;
     let log_store =
-        LogStore::open(db.clone(), dir, disk, options.segment_bytes).map_err(|source| {
+        LogStore::open(db.clone(), dir, disk.clone(), options.segment_bytes).map_err(|source| {
             OpenError::Log {
                 dir: dir.join(wal::LOG_DIR),
                 source,
             }
         })?;
-    let state_machine =
-        StateMachineStore::load(db, listener).map_err(|source| OpenError::Load { path, source })?;
+    let state_machine = StateMachineStore::load(db, listener, disk)
+        .map_err(|source| OpenError::Load { path, source })?;
     Ok((log_store, state_machine))
 }
 

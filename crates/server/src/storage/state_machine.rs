@@ -7,7 +7,7 @@
 //! `(State, last_applied, last_membership)`.
 
 use super::snapshot_store::{self, Meta};
-use super::{blocking, AppliedState, ApplyListener, DbError, SharedState};
+use super::{blocking, AppliedState, ApplyListener, DbError, DiskHealth, SharedState};
 use crate::raft::types::{BatchOutcome, LogId, TypeConfig};
 use leasehold_core::State;
 use openraft::storage::{RaftStateMachine, Snapshot};
@@ -29,6 +29,8 @@ pub struct StateMachineStore {
     shared: SharedState,
     /// Told about every applied entry, under the write lock, in log order.
     listener: Arc<dyn ApplyListener>,
+    /// Whether the disk has room: snapshots are written only when it has.
+    disk: Arc<DiskHealth>,
 }
 
 impl StateMachineStore {
@@ -37,6 +39,7 @@ impl StateMachineStore {
     pub(crate) fn load(
         db: Arc<Database>,
         listener: Arc<dyn ApplyListener>,
+        disk: Arc<DiskHealth>,
     ) -> Result<Self, DbError> {
         let shared = SharedState::default();
         if let Some(stored) = snapshot_store::load(&db)? {
@@ -53,6 +56,7 @@ impl StateMachineStore {
             db,
             shared,
             listener,
+            disk,
         })
     }
 
@@ -125,6 +129,7 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
             })
             .map_err(|e: postcard::Error| StorageIOError::write_snapshot(None, &e))?;
         let db = self.db.clone();
+        self.disk.room().await;
         let (meta, data) = blocking(move || {
             let meta = snapshot_store::save_built(&db, last_log_id, last_membership, &data)?;
             Ok((meta, data))
@@ -182,6 +187,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), &e))?;
         let db = self.db.clone();
         let stored_meta = meta.clone();
+        self.disk.room().await;
         blocking(move || snapshot_store::save_installed(&db, &stored_meta, &data))
             .await
             .map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), &e))?;
