@@ -21,6 +21,10 @@ impl Dedup {
     pub fn remember(&mut self, id: RequestId, outcome: Outcome) {
         if self.entries.len() == crate::limits::DEDUP_PER_LEASE_MAX {
             self.entries.pop_front();
+        } else if self.entries.len() == self.entries.capacity() {
+            // Double from one slot (1, 2, 4, ... 64), not from four: most
+            // leases make a request or two, and an entry is ~100 bytes.
+            self.entries.reserve_exact(self.entries.len().max(1));
         }
         self.entries.push_back((id, outcome));
     }

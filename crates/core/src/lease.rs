@@ -4,9 +4,8 @@
 
 use crate::auth::Principal;
 use crate::dedup::Dedup;
-use crate::{LeaseId, LockName, OwnerInfo, RequestId, Revision};
+use crate::{LeaseId, NameSet, OwnerInfo, RequestId, Revision};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
 
 /// A live lease.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,9 +27,9 @@ pub struct Lease {
     /// expiry itself wins (an acknowledged renewal is never undone).
     pub renewals: u64,
     /// Locks this lease holds.
-    pub holds: BTreeSet<LockName>,
+    pub holds: NameSet,
     /// Locks this lease is queued for.
-    pub waits: BTreeSet<LockName>,
+    pub waits: NameSet,
     /// Outcomes of recent requests, for idempotent retries.
     pub(crate) dedup: Dedup,
     /// The request id of the grant, so ending the lease also forgets it in

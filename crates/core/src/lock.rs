@@ -1,21 +1,56 @@
-//! The lock table's row: holder, FIFO queue, lock delay.
+//! The lock table's row: holder, FIFO queue, lock delay. The row does not
+//! keep its name: the table's key is the name (a million held locks would
+//! otherwise pay for it twice); [`LockView`] pairs the two for readers.
 
-use crate::{LeaseId, LockName, Token};
+use crate::{LeaseId, LockName, Metadata, Token, WaitQueue};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, VecDeque};
 
 /// A lock that is held, waited for, or in its lock delay. A lock with none of
 /// these is removed from the table.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Lock {
-    /// The lock's name.
-    pub name: LockName,
     /// The current holder, if any.
     pub holder: Option<Holder>,
     /// Waiters in FIFO order; only the head is granted next.
-    pub waiters: VecDeque<Waiter>,
-    /// Set while the lock is unavailable after its holder's lease expired.
-    pub delay: Option<LockDelay>,
+    pub waiters: WaitQueue,
+    /// Set while the lock is unavailable after its holder's lease expired
+    /// (boxed: rare, and a held lock should not pay for its room).
+    pub delay: Option<Box<LockDelay>>,
+}
+
+/// A lock row with its name, as the state's readers see it: the row's
+/// fields, borrowed from the state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LockView<'a> {
+    /// The lock's name.
+    pub name: &'a LockName,
+    /// The current holder, if any.
+    pub holder: &'a Option<Holder>,
+    /// Waiters in FIFO order.
+    pub waiters: &'a WaitQueue,
+    /// Set while the lock is in its lock delay.
+    pub delay: &'a Option<Box<LockDelay>>,
+}
+
+impl<'a> LockView<'a> {
+    /// The row `lock` named `name`.
+    pub fn new(name: &'a LockName, lock: &'a Lock) -> LockView<'a> {
+        LockView {
+            name,
+            holder: &lock.holder,
+            waiters: &lock.waiters,
+            delay: &lock.delay,
+        }
+    }
+
+    /// An owned copy of the row (tests compare states with it).
+    pub fn to_lock(&self) -> Lock {
+        Lock {
+            holder: self.holder.clone(),
+            waiters: self.waiters.clone(),
+            delay: self.delay.clone(),
+        }
+    }
 }
 
 /// Who holds a lock and on what terms.
@@ -29,7 +64,7 @@ pub struct Holder {
     pub fenced: bool,
     pub lock_delay_ms: u64,
     pub max_hold_ms: u64,
-    pub metadata: BTreeMap<String, String>,
+    pub metadata: Metadata,
 }
 
 /// A queued acquire, granted with the terms it asked for.
@@ -42,7 +77,7 @@ pub struct Waiter {
     pub fenced: bool,
     pub lock_delay_ms: u64,
     pub max_hold_ms: u64,
-    pub metadata: BTreeMap<String, String>,
+    pub metadata: Metadata,
 }
 
 /// The lock is unavailable until `EndLockDelay { token }` applies.

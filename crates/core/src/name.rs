@@ -200,6 +200,13 @@ impl std::borrow::Borrow<str> for LockName {
     }
 }
 
+impl LockName {
+    /// Whether both are the same copy of the text (not just equal text).
+    pub fn shares_text_with(&self, other: &LockName) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
 impl Serialize for LockName {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.0)

@@ -17,6 +17,7 @@ mod auth_apply;
 mod fenced;
 mod force;
 mod leases;
+mod lock_rows;
 mod locks;
 #[cfg(test)]
 mod test_support;
@@ -36,8 +37,8 @@ mod tests_timers;
 use crate::auth::{Auth, Principal};
 use crate::fenced::FencedStore;
 use crate::{
-    limits, Applied, Command, Lease, LeaseId, Lock, LockError, LockName, Outcome, Reply, RequestId,
-    Revision, Token,
+    limits, Applied, Command, Lease, LeaseId, Lock, LockError, LockName, LockView, Outcome, Reply,
+    RequestId, Revision, Token,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -71,9 +72,14 @@ pub struct State {
     /// Strictly increasing; the source of lease ids and fencing tokens.
     revision: Revision,
     /// Live leases.
-    leases: BTreeMap<LeaseId, Lease>,
+    /// Boxed, as the lock rows are (see `locks`).
+    leases: BTreeMap<LeaseId, Box<Lease>>,
     /// Locks that are held, waited for or delayed; no other lock is stored.
-    locks: BTreeMap<LockName, Lock>,
+    /// Boxed: a B-tree node keeps eleven slots and is about half full, so
+    /// an inline row would pay for its empty neighbours. Stored with each
+    /// row's name, as before rows dropped it (`lock_rows`).
+    #[serde(with = "lock_rows")]
+    locks: BTreeMap<LockName, Box<Lock>>,
     /// Request id of each live lease's grant, so a retried grant finds its
     /// lease instead of creating an orphan. Bounded by `LEASES_MAX`: an entry
     /// leaves with its lease.
@@ -263,12 +269,12 @@ impl State {
 
     /// A live lease.
     pub fn lease(&self, id: LeaseId) -> Option<&Lease> {
-        self.leases.get(&id)
+        self.leases.get(&id).map(|lease| &**lease)
     }
 
     /// All live leases, by id.
     pub fn leases(&self) -> impl Iterator<Item = &Lease> {
-        self.leases.values()
+        self.leases.values().map(|lease| &**lease)
     }
 
     /// The locks `lease` holds, with their tokens, in name order (nothing
@@ -289,13 +295,16 @@ impl State {
     }
 
     /// A lock that is held, waited for or delayed.
-    pub fn lock(&self, name: &LockName) -> Option<&Lock> {
-        self.locks.get(name)
+    pub fn lock(&self, name: &LockName) -> Option<LockView<'_>> {
+        let (name, lock) = self.locks.get_key_value(name)?;
+        Some(LockView::new(name, lock))
     }
 
     /// All locks that are held, waited for or delayed, in name order.
-    pub fn locks(&self) -> impl Iterator<Item = &Lock> {
-        self.locks.values()
+    pub fn locks(&self) -> impl Iterator<Item = LockView<'_>> {
+        self.locks
+            .iter()
+            .map(|(name, lock)| LockView::new(name, lock))
     }
 
     /// Number of locks that are held, waited for or delayed.
@@ -305,19 +314,22 @@ impl State {
 
     /// Locks in their lock delay, in name order (a new leader re-arms their
     /// `EndLockDelay` timers from this).
-    pub fn delayed_locks(&self) -> impl Iterator<Item = &Lock> {
-        self.locks.values().filter(|lock| lock.delay.is_some())
+    pub fn delayed_locks(&self) -> impl Iterator<Item = LockView<'_>> {
+        self.locks().filter(|lock| lock.delay.is_some())
     }
 
     /// Locks whose name starts with `prefix` (byte-wise), in name order.
-    pub fn locks_with_prefix<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = &'a Lock> + 'a {
+    pub fn locks_with_prefix<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = LockView<'a>> + 'a {
         self.locks
             .range::<str, _>((
                 std::ops::Bound::Included(prefix),
                 std::ops::Bound::Unbounded,
             ))
             .take_while(move |(name, _)| name.as_str().starts_with(prefix))
-            .map(|(_, lock)| lock)
+            .map(|(name, lock)| LockView::new(name, lock))
     }
 
     /// Recent failed releases, oldest first (at most
@@ -331,14 +343,22 @@ impl State {
         self.expired.contains(&lease)
     }
 
+    /// Makes every lease's lock names share their text with the lock
+    /// table's keys. Decoding gives each name its own copy; a snapshot of a
+    /// million held locks would otherwise load with their names twice. Call
+    /// after decoding a state.
+    pub fn share_names(&mut self) {
+        for lease in self.leases.values_mut() {
+            lease.holds.share_keys_of(&self.locks);
+            lease.waits.share_keys_of(&self.locks);
+        }
+    }
+
     /// Checks every cross-table invariant with a full scan, returning the
     /// first violation. O(state); for tests, simulations and snapshot loads,
     /// not for the apply path (which asserts the local, cheap ones).
     pub fn check_invariants(&self) -> Result<(), String> {
         for (name, lock) in &self.locks {
-            if &lock.name != name {
-                return Err(format!("lock row {name} is named {}", lock.name));
-            }
             if lock.holder.is_none() && lock.delay.is_none() {
                 return Err(format!("lock {name} has neither holder nor delay"));
             }

@@ -160,8 +160,8 @@ fn check_holders(state: &State) {
     }
     for lock in state.locks() {
         match &lock.holder {
-            Some(h) => assert_eq!(held_by.get(&lock.name), Some(&h.lease)),
-            None => assert!(!held_by.contains_key(&lock.name)),
+            Some(h) => assert_eq!(held_by.get(lock.name), Some(&h.lease)),
+            None => assert!(!held_by.contains_key(lock.name)),
         }
     }
 }

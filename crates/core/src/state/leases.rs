@@ -82,7 +82,7 @@ impl State {
         };
         self.auth.count(lease.principal.as_ref(), |u| u.leases += 1);
         let owner = lease.owner.owner.clone();
-        self.leases.insert(id, lease);
+        self.leases.insert(id, Box::new(lease));
         effects.push(Effect::LeaseRenewed {
             lease: id,
             ttl_ms,
@@ -217,11 +217,11 @@ impl State {
             owner: owner.to_owned(),
         });
         if cause == FreeCause::LeaseExpired && holder.lock_delay_ms > 0 {
-            lock.delay = Some(LockDelay {
+            lock.delay = Some(Box::new(LockDelay {
                 token: holder.token,
                 delay_ms: holder.lock_delay_ms,
                 since_unix_ms: at_unix_ms,
-            });
+            }));
             effects.push(Effect::LockDelayStarted {
                 name: name.clone(),
                 token: holder.token,

@@ -8,9 +8,8 @@ use crate::auth::QuotaKind;
 use crate::outcome::{FreeCause, WaitEndCause};
 use crate::{
     limits, nearby, Acquire, Effect, Holder, LeaseId, Lock, LockError, LockName, Outcome, Reply,
-    RequestId, Token, Waiter,
+    RequestId, Token, WaitQueue, Waiter,
 };
-use std::collections::VecDeque;
 
 impl State {
     /// Acquires `a.name` for `a.lease`, or queues for it, or reports it busy.
@@ -98,15 +97,14 @@ impl State {
             fenced: a.fenced,
             lock_delay_ms: a.lock_delay_ms,
             max_hold_ms: a.max_hold_ms,
-            metadata: a.metadata,
+            metadata: a.metadata.into(),
         };
         let lock = Lock {
-            name: a.name.clone(),
             holder: Some(holder),
-            waiters: VecDeque::new(),
+            waiters: WaitQueue::default(),
             delay: None,
         };
-        assert!(self.locks.insert(a.name.clone(), lock).is_none());
+        assert!(self.locks.insert(a.name.clone(), Box::new(lock)).is_none());
         let row = self.leases.get_mut(&a.lease).expect("live lease");
         assert!(row.holds.insert(a.name.clone()));
         self.auth.count(row.principal.as_ref(), |u| u.held += 1);
@@ -139,7 +137,7 @@ impl State {
             fenced: a.fenced,
             lock_delay_ms: a.lock_delay_ms,
             max_hold_ms: a.max_hold_ms,
-            metadata: a.metadata,
+            metadata: a.metadata.into(),
         });
         let position = lock.waiters.len() as u32;
         let row = self.leases.get_mut(&a.lease).expect("live lease");

@@ -282,3 +282,29 @@ fn waiters_per_lock_is_bounded() {
     );
     state.check_invariants().unwrap();
 }
+
+#[test]
+fn a_decoded_state_shares_each_held_name_between_table_and_lease() {
+    let mut state = State::default();
+    let (a, b) = (grant(&mut state), grant(&mut state));
+    hold(&mut state, a, "jobs/held");
+    hold(&mut state, b, "jobs/busy");
+    assert!(matches!(
+        acquire(&mut state, a, "jobs/busy", 10_000).outcome,
+        Ok(Reply::Queued { .. })
+    ));
+    let bytes = postcard::to_allocvec(&state).expect("encodes");
+    let mut decoded: State = postcard::from_bytes(&bytes).expect("decodes");
+    assert_eq!(decoded, state);
+    let shared = |state: &State| {
+        let lease = state.lease(a).expect("live");
+        let held = lease.holds.iter().next().expect("holds one");
+        let waited = lease.waits.iter().next().expect("waits for one");
+        let key_of = |n| state.lock(n).expect("in the table").name;
+        held.shares_text_with(key_of(held)) && waited.shares_text_with(key_of(waited))
+    };
+    assert!(!shared(&decoded), "decoding gives each name its own text");
+    decoded.share_names();
+    assert!(shared(&decoded));
+    assert_eq!(decoded, state);
+}

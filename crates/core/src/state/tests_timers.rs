@@ -44,7 +44,7 @@ fn lock_delay_keeps_an_expired_holders_lock_unavailable() {
     };
     assert_eq!(
         (lock.holder.clone(), lock.delay.clone()),
-        (None, Some(delay))
+        (None, Some(Box::new(delay)))
     );
     assert_eq!(state.delayed_locks().count(), 1);
     delayed_lock_is_busy_but_queues_then_goes_to_the_head(&mut state, b, c, token);

@@ -11,12 +11,19 @@ use std::collections::BTreeSet;
 /// Each lease's id with the locks it holds and waits for.
 type LeaseView = (LeaseId, Vec<LockName>, Vec<LockName>);
 /// Locks, what each live lease holds and waits for, and the fenced store.
-type CoreView = (Vec<Lock>, Vec<LeaseView>, Vec<(FencedKey, FencedEntry)>);
+type CoreView = (
+    Vec<(LockName, Lock)>,
+    Vec<LeaseView>,
+    Vec<(FencedKey, FencedEntry)>,
+);
 
 /// The part of the state whose change must bump the revision: locks,
 /// which leases exist with what they hold and wait for, and the fenced store.
 pub fn core_view(state: &State) -> CoreView {
-    let locks = state.locks().cloned().collect();
+    let locks = state
+        .locks()
+        .map(|l| (l.name.clone(), l.to_lock()))
+        .collect();
     let leases = state
         .leases()
         .map(|l| {
@@ -94,8 +101,8 @@ pub fn check_lease_end(before: &State, after: &State, command: &Command, applied
         assert!(lock.holder.as_ref().is_none_or(|h| h.lease != lease));
         assert!(lock.waiters.iter().all(|w| w.lease != lease));
     }
-    let untouched: BTreeSet<&LockName> = before.locks().map(|l| &l.name).collect();
-    for name in untouched.iter().filter(|n| !row.holds.contains(**n)) {
+    let untouched: BTreeSet<&LockName> = before.locks().map(|l| l.name).collect();
+    for name in untouched.iter().filter(|n| !row.holds.contains(n)) {
         let (b, a) = (before.lock(name).unwrap(), after.lock(name).unwrap());
         assert_eq!(
             b.holder, a.holder,

@@ -1,7 +1,7 @@
 //! Conversions between wire messages and core types, in one place.
 
 use super::Node;
-use leasehold_core::{Lease, LeaseId, Lock, OwnerInfo, State};
+use leasehold_core::{Lease, LeaseId, LockView, OwnerInfo, State};
 use leasehold_proto::v1 as pb;
 
 /// Wire owner → core owner (validated later by the command).
@@ -86,7 +86,7 @@ pub fn holdings_to_wire(node: &Node, lease: LeaseId) -> pb::LeaseHoldings {
 }
 
 /// A lock as the wire shows it, with its holder's and waiters' owners.
-pub fn lock_to_wire(node: &Node, state: &State, lock: &Lock) -> pb::LockInfo {
+pub fn lock_to_wire(node: &Node, state: &State, lock: LockView<'_>) -> pb::LockInfo {
     let owner_of = |lease| state.lease(lease).map(|l| owner_to_wire(&l.owner));
     let holder = lock.holder.as_ref().map(|holder| pb::Holder {
         lease: holder.lease.0,
@@ -133,7 +133,7 @@ pub fn lock_to_wire(node: &Node, state: &State, lock: &Lock) -> pb::LockInfo {
         lock_delay_remaining_ms: lock.delay.as_ref().map_or(0, |delay| {
             node.sinks
                 .timers
-                .delay_remaining(&lock.name, delay.token)
+                .delay_remaining(lock.name, delay.token)
                 .map_or(delay.delay_ms, |left| left.as_millis() as u64)
         }),
     }

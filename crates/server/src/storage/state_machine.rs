@@ -109,7 +109,8 @@ fn encode(applied: &AppliedState) -> Result<Vec<u8>, postcard::Error> {
 /// Decodes snapshot bytes. The meta's log id and membership are authoritative.
 fn decode(meta: &Meta, data: &[u8]) -> Result<AppliedState, DbError> {
     type Encoded = (State, Option<LogId>, StoredMembership<u64, BasicNode>);
-    let (state, _last_applied, _last_membership): Encoded = postcard::from_bytes(data)?;
+    let (mut state, _last_applied, _last_membership): Encoded = postcard::from_bytes(data)?;
+    state.share_names();
     Ok(AppliedState {
         state,
         last_applied: meta.last_log_id,

@@ -172,7 +172,7 @@ impl Timers {
                     let name = lock.name.clone();
                     lessor.hold_started(name, holder.token, holder.max_hold_ms, now_ms);
                 }
-                for waiter in &lock.waiters {
+                for waiter in lock.waiters {
                     let name = lock.name.clone();
                     lessor.wait_started(name, waiter.lease, waiter.wait_ms, now_ms);
                 }
