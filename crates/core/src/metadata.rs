@@ -12,7 +12,10 @@ use std::ops::Deref;
 
 /// Key/value pairs, `None` when there are none.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[allow(clippy::box_collection, reason = "8 bytes in the row instead of 24 is the point")]
+#[allow(
+    clippy::box_collection,
+    reason = "8 bytes in the row instead of 24 is the point"
+)]
 pub struct Metadata(Option<Box<BTreeMap<String, String>>>);
 
 impl From<BTreeMap<String, String>> for Metadata {

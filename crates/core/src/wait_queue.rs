@@ -13,7 +13,10 @@ use std::collections::VecDeque;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WaitQueue {
     /// `None` when empty (never `Some` of an empty queue).
-    #[allow(clippy::box_collection, reason = "8 bytes in the row instead of 32 is the point")]
+    #[allow(
+        clippy::box_collection,
+        reason = "8 bytes in the row instead of 32 is the point"
+    )]
     queue: Option<Box<VecDeque<Waiter>>>,
 }
 

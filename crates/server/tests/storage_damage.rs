@@ -130,7 +130,7 @@ async fn a_torn_tail_is_erased_and_everything_before_it_kept() {
 }
 
 #[tokio::test]
-async fn a_snapshot_that_fails_its_crc_is_refused() {
+async fn a_snapshot_that_fails_its_crc_is_refused_with_the_offset() {
     let dir = tempfile::tempdir().unwrap();
     {
         let (_log, mut sm) = open(dir.path(), 1 << 20).unwrap();
@@ -157,6 +157,7 @@ async fn a_snapshot_that_fails_its_crc_is_refused() {
     }
     let message = refusal(dir.path(), 1 << 20);
     assert!(message.contains("the snapshot is damaged"), "{message}");
+    assert!(message.contains("chunk at byte 0 of its"), "{message}");
     assert!(message.contains("leasehold.redb"), "{message}");
     assert!(message.contains("from a backup"), "{message}");
 }

@@ -1,9 +1,11 @@
 //! Persistence of the latest snapshot in the `snapshot` table.
 //!
-//! Each snapshot is stored with the crc32 of its bytes, checked on every
-//! load, so a damaged snapshot is refused (with what to do) rather than
-//! decoded into a wrong state. (A snapshot stored before the crc existed has
-//! none and is loaded unchecked.)
+//! Each snapshot is stored with the crc32 of its bytes and of each
+//! [`CRC_CHUNK_BYTES`] chunk of them, checked on every load, so a damaged
+//! snapshot is refused (with the byte offset of its first damaged chunk and
+//! what to do) rather than decoded into a wrong state. (A snapshot stored
+//! before the chunk crcs has only the whole crc, and one stored before any
+//! crc is loaded unchecked.)
 //!
 //! Only one snapshot is kept. A snapshot older than the stored one is never
 //! written over it: a snapshot build racing an install could otherwise put
@@ -21,6 +23,12 @@ const META: &str = "meta";
 const DATA: &str = "data";
 /// `SNAPSHOT` key of the crc32 of the snapshot bytes (u32, little-endian).
 const CRC: &str = "crc";
+/// `SNAPSHOT` key of the crc32 of each `CRC_CHUNK_BYTES` chunk of the
+/// snapshot bytes, in order (u32 each, little-endian).
+const CHUNK_CRCS: &str = "chunk_crcs";
+/// The chunk a damage is located to: a 1 M-lock snapshot of ~60 MB keeps
+/// ~60 KB of chunk crcs.
+pub(crate) const CRC_CHUNK_BYTES: usize = 4096;
 /// `SNAPSHOT` key of the counter that makes snapshot ids unique.
 const SEQ: &str = "seq";
 
@@ -43,6 +51,9 @@ pub(crate) fn load(db: &Database) -> Result<Option<StoredSnapshot>, DbError> {
         return Ok(None);
     };
     let data = data.value().to_vec();
+    if let Some(crcs) = table.get(CHUNK_CRCS)? {
+        check_chunks(&data, crcs.value())?;
+    }
     if let Some(stored) = table.get(CRC)? {
         let stored = <[u8; 4]>::try_from(stored.value())
             .ok()
@@ -61,6 +72,42 @@ pub(crate) fn load(db: &Database) -> Result<Option<StoredSnapshot>, DbError> {
         why: format!("its meta does not decode: {e}"),
     })?;
     Ok(Some(StoredSnapshot { meta, data }))
+}
+
+/// The crc32 of each chunk of `data`, concatenated.
+fn chunk_crcs(data: &[u8]) -> Vec<u8> {
+    data.chunks(CRC_CHUNK_BYTES)
+        .flat_map(|chunk| crc32fast::hash(chunk).to_le_bytes())
+        .collect()
+}
+
+/// Refuses `data` at its first chunk whose crc32 is not the stored one.
+fn check_chunks(data: &[u8], stored: &[u8]) -> Result<(), DbError> {
+    let len = data.len();
+    let expected = len.div_ceil(CRC_CHUNK_BYTES);
+    if stored.len() != expected * 4 {
+        return Err(DbError::CorruptSnapshot {
+            why: format!(
+                "its {len} bytes need {expected} chunk crcs, {} bytes of crcs are stored: \
+                 the snapshot or its crcs were cut short",
+                stored.len()
+            ),
+        });
+    }
+    let chunks = data.chunks(CRC_CHUNK_BYTES).zip(stored.chunks_exact(4));
+    for (at, (chunk, crc)) in chunks.enumerate() {
+        let crc = u32::from_le_bytes(crc.try_into().expect("4 bytes"));
+        if crc32fast::hash(chunk) != crc {
+            let start = at * CRC_CHUNK_BYTES;
+            return Err(DbError::CorruptSnapshot {
+                why: format!(
+                    "the {}-byte chunk at byte {start} of its {len} bytes fails its crc32",
+                    chunk.len()
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Stores a freshly built snapshot under a new id `"{term}-{index}-{seq}"`,
@@ -121,5 +168,55 @@ fn write_unless_older(
     table.insert(META, postcard::to_allocvec(meta)?.as_slice())?;
     table.insert(DATA, data)?;
     table.insert(CRC, crc32fast::hash(data).to_le_bytes().as_slice())?;
+    table.insert(CHUNK_CRCS, chunk_crcs(data).as_slice())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stores `data` as a snapshot, then flips the stored byte `at`.
+    fn stored_then_damaged(data: &[u8], at: usize) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = Database::create(dir.path().join("db")).expect("db");
+        let txn = db.begin_write().expect("txn");
+        {
+            let mut table = txn.open_table(SNAPSHOT).expect("table");
+            let meta = Meta::default();
+            write_unless_older(&mut table, &meta, data).expect("stored");
+            let mut bytes = table.get(DATA).unwrap().unwrap().value().to_vec();
+            bytes[at] ^= 0x10;
+            table.insert(DATA, bytes.as_slice()).expect("damaged");
+        }
+        txn.commit().expect("commit");
+        dir
+    }
+
+    fn refusal(dir: &tempfile::TempDir) -> String {
+        let db = Database::open(dir.path().join("db")).expect("db");
+        match load(&db) {
+            Err(error) => error.to_string(),
+            Ok(_) => panic!("a damaged snapshot loaded"),
+        }
+    }
+
+    #[test]
+    fn a_damaged_snapshot_is_refused_at_the_offset_of_its_damaged_chunk() {
+        let data: Vec<u8> = (0..3 * CRC_CHUNK_BYTES + 100).map(|i| i as u8).collect();
+        let dir = stored_then_damaged(&data, 2 * CRC_CHUNK_BYTES + 17);
+        let message = refusal(&dir);
+        let start = 2 * CRC_CHUNK_BYTES;
+        let expected = format!("chunk at byte {start} of its {} bytes", data.len());
+        assert!(message.contains(&expected), "{message}");
+        assert!(message.contains("from a backup"), "{message}");
+    }
+
+    #[test]
+    fn damage_in_the_short_last_chunk_names_that_chunk() {
+        let data = vec![7u8; CRC_CHUNK_BYTES + 10];
+        let dir = stored_then_damaged(&data, CRC_CHUNK_BYTES + 9);
+        let expected = format!("10-byte chunk at byte {CRC_CHUNK_BYTES}");
+        assert!(refusal(&dir).contains(&expected));
+    }
 }
