@@ -121,6 +121,15 @@ pub struct Cluster {
     nodes: BTreeMap<u64, Node>,
 }
 
+/// How many nodes must name the leader.
+#[derive(Clone, Copy)]
+enum Agreement {
+    /// A majority of the voters.
+    Majority,
+    /// Every running node.
+    Everyone,
+}
+
 impl Cluster {
     /// Starts `spec.nodes` nodes that form one cluster and waits until each
     /// answers and a leader is agreed.
@@ -152,7 +161,7 @@ impl Cluster {
         for id in cluster.ids() {
             cluster.await_answering(id).await?;
         }
-        cluster.leader(START_TIMEOUT).await?;
+        cluster.settled_leader(START_TIMEOUT).await?;
         Ok(cluster)
     }
 
@@ -369,9 +378,21 @@ impl Cluster {
     /// Polls until a majority of the voters names one leader that itself
     /// says it leads with its quorum; returns its id.
     pub async fn leader(&self, within: Duration) -> Result<u64, String> {
+        self.poll_leader(within, Agreement::Majority).await
+    }
+
+    /// As [`Cluster::leader`], but every running node must name it: at
+    /// start, so that no node that has not heard from the leader yet calls
+    /// an election under the first workload (a new term stalls every
+    /// keep-alive for an election's time).
+    pub async fn settled_leader(&self, within: Duration) -> Result<u64, String> {
+        self.poll_leader(within, Agreement::Everyone).await
+    }
+
+    async fn poll_leader(&self, within: Duration, needed: Agreement) -> Result<u64, String> {
         let deadline = Instant::now() + within;
         loop {
-            if let Some(leader) = self.agreed_leader().await {
+            if let Some(leader) = self.agreed_leader(needed).await {
                 return Ok(leader);
             }
             if Instant::now() >= deadline {
@@ -381,8 +402,9 @@ impl Cluster {
         }
     }
 
-    async fn agreed_leader(&self) -> Option<u64> {
-        let asks = self.running().into_iter().map(|id| async move {
+    async fn agreed_leader(&self, needed: Agreement) -> Option<u64> {
+        let running = self.running();
+        let asks = running.iter().map(|&id| async move {
             let status = self.status_of(id).await?;
             Some((id, status))
         });
@@ -398,7 +420,11 @@ impl Cluster {
         named.into_iter().find_map(|(leader, count)| {
             let own = statuses.get(&leader)?;
             let voters = own.members.iter().filter(|m| m.voter).count().max(1);
-            (count > voters / 2 && own.state == "Leader" && own.quorum).then_some(leader)
+            let agreed = match needed {
+                Agreement::Majority => count > voters / 2,
+                Agreement::Everyone => count == running.len(),
+            };
+            (agreed && own.state == "Leader" && own.quorum).then_some(leader)
         })
     }
 
