@@ -20,6 +20,11 @@ pub enum Workload {
     /// them; reports the load rate and, with `--server-pid`, the server's
     /// RSS before and after and the bytes per held lock. Then revokes.
     Hold,
+    /// A mass expiry: the hold workload's state, then every renewer stops
+    /// at once and the leases (ttl `--ttl`) lapse together, while probe
+    /// clients acquire and release; reports the probes' latency before and
+    /// through the storm and when the last lease was gone.
+    Storm,
 }
 
 impl Workload {
@@ -29,6 +34,7 @@ impl Workload {
             Workload::Contended => "contended",
             Workload::Keepalive => "keepalive",
             Workload::Hold => "hold",
+            Workload::Storm => "storm",
         }
     }
 }
@@ -109,12 +115,15 @@ pub struct BenchArgs {
     /// one `Lock.Session` stream per client (the client library's default).
     #[arg(long, value_enum, default_value_t = Transport::Session)]
     pub transport: Transport,
-    /// Leases the hold workload grants (each holds `--locks` locks).
+    /// Leases the hold and storm workloads grant (each holds `--locks` locks).
     #[arg(long, value_name = "M")]
     pub leases: Option<u32>,
-    /// Locks each lease of the hold workload acquires and keeps.
+    /// Locks each lease of the hold and storm workloads acquires and keeps.
     #[arg(long, value_name = "N")]
     pub locks: Option<u32>,
+    /// Lease ttl of the storm workload's leases, in seconds.
+    #[arg(long, value_name = "S", default_value_t = 10)]
+    pub ttl: u64,
     /// The server's process id, on this machine: the report gives its
     /// resident memory (from `/proc/PID/status`) before and after the run.
     #[arg(long, value_name = "PID")]

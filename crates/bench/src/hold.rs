@@ -1,8 +1,9 @@
 //! The hold workload: builds held state and measures what it costs.
 //! `--leases M` leases each acquire `--locks N` locks and keep them, with
 //! `--clients` acquires in flight; the report gives the load rate and,
-//! with `--server-pid`, the server's resident memory before and after, so
-//! bytes per held lock, the figure a capacity plan needs. Then the leases
+//! with `--server-pid`, the server's resident memory before, right after
+//! the load, and settled 10 s later, so bytes per held lock (settled), the
+//! figure a capacity plan needs. Then the leases
 //! are revoked (one command frees each lease's locks) and that is timed too.
 //!
 //! The leases live an hour ([`HOLD_LEASE_TTL`]), renewed by the library
@@ -24,6 +25,11 @@ use super::{reason, rss, setup, Print};
 
 /// Lease ttl of the hold workload.
 const HOLD_LEASE_TTL: Duration = Duration::from_secs(3600);
+/// How long after the load the settled RSS is read: a snapshot the load
+/// triggered is built by then (its copy keeps the tables' replaced nodes,
+/// and its buffer, until it is stored), and the leases renew only every
+/// 20 minutes, so nothing else is going on.
+const SETTLE: Duration = Duration::from_secs(10);
 
 /// Builds the state, reports, and revokes.
 pub(super) async fn run(
@@ -43,6 +49,10 @@ pub(super) async fn run(
     let guards = acquire_all(&leases, shape.locks, plan.clients).await?;
     let loaded = Instant::now();
     let rss_held = rss()?;
+    if plan.server_pid.is_some() {
+        tokio::time::sleep(SETTLE).await;
+    }
+    let rss_settled = rss()?;
     let revoke_failures = setup::revoke_leases(leases).await;
     let revoked = Instant::now();
     // Off the runtime, a dropped guard sends no release of its own: the
@@ -64,24 +74,19 @@ pub(super) async fn run(
         revoke_failures,
         server_rss_before_bytes: rss_before,
         server_rss_held_bytes: rss_held,
+        server_rss_settled_bytes: rss_settled,
         server_rss_after_revoke_bytes: rss()?,
         bytes_per_lock: rss_before
-            .zip(rss_held)
+            .zip(rss_settled)
             .map(|(before, held)| held.saturating_sub(before) as f64 / shape.total() as f64)
             .map(|b| b.round()),
     };
-    if json {
-        let text = serde_json::to_string(&report).context("the report serializes")?;
-        print(format_args!("{text}\n"));
-    } else {
-        print(format_args!("{}", report.human()));
-    }
-    Ok(())
+    super::print_report(&report, || report.human(), json, print)
 }
 
 /// Every lease acquires its `locks` locks, `in_flight` acquires at a time
 /// across all leases; the guards keep them.
-async fn acquire_all(
+pub(super) async fn acquire_all(
     leases: &[Lease],
     locks: u32,
     in_flight: u32,
@@ -101,7 +106,7 @@ async fn acquire_all(
 }
 
 /// Lease `l`'s `k`th lock, under this run's prefix.
-fn lock_name(l: usize, k: u32) -> anyhow::Result<LockName> {
+pub(super) fn lock_name(l: usize, k: u32) -> anyhow::Result<LockName> {
     let raw = format!("{}h/{l}/{k}", super::run_prefix());
     LockName::parse(&raw).with_context(|| format!("{raw} is not a valid lock name"))
 }
@@ -110,7 +115,7 @@ fn seconds(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
-fn rate(count: u64, d: Duration) -> f64 {
+pub(super) fn rate(count: u64, d: Duration) -> f64 {
     let per_s = count as f64 / d.as_secs_f64().max(1e-9);
     (per_s * 10.0).round() / 10.0
 }
@@ -135,12 +140,16 @@ struct HoldReport {
     revoke_failures: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     server_rss_before_bytes: Option<u64>,
-    /// With every lock held.
+    /// With every lock held, right after the load.
     #[serde(skip_serializing_if = "Option::is_none")]
     server_rss_held_bytes: Option<u64>,
+    /// With every lock held, 10 s later (any snapshot the load triggered
+    /// is built).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_rss_settled_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     server_rss_after_revoke_bytes: Option<u64>,
-    /// (held − before) / locks held.
+    /// (settled − before) / locks held.
     #[serde(skip_serializing_if = "Option::is_none")]
     bytes_per_lock: Option<f64>,
 }
@@ -167,17 +176,19 @@ impl HoldReport {
             "  granted in {:.3} s, acquired in {:.3} s ({:.1}/s), revoked in {:.3} s ({} failed)",
             self.grant_s, self.acquire_s, self.acquires_per_s, self.revoke_s, self.revoke_failures
         );
-        if let (Some(before), Some(held), Some(after), Some(per_lock)) = (
+        if let (Some(before), Some(held), Some(settled), Some(after), Some(per_lock)) = (
             self.server_rss_before_bytes,
             self.server_rss_held_bytes,
+            self.server_rss_settled_bytes,
             self.server_rss_after_revoke_bytes,
             self.bytes_per_lock,
         ) {
             let _ = writeln!(
                 s,
-                "  server   RSS {} before, {} held ({per_lock} bytes per lock), {} after the revokes",
+                "  server   RSS {} before, {} held, {} settled ({per_lock} bytes per lock), {} after the revokes",
                 rss::mib(before),
                 rss::mib(held),
+                rss::mib(settled),
                 rss::mib(after)
             );
         }

@@ -19,7 +19,7 @@
 //! [`Worker`], the timing [`Window`], [`until`] and [`collect`]. The rest,
 //! one responsibility a file: `args` (the flags), `plan` (their
 //! validation), `setup` (untimed connect, grant, revoke), `uncontended` /
-//! `contended` / `keepalive` (the workloads) and `stats` (histograms and
+//! `contended` / `keepalive` / `hold` / `storm` (the workloads) and `stats` (histograms and
 //! the report). `etcd` runs the same workloads against etcd, for
 //! comparison (`--target etcd`), with an etcd client of its own.
 
@@ -32,6 +32,7 @@ mod plan;
 mod rss;
 mod setup;
 mod stats;
+mod storm;
 mod uncontended;
 
 pub use args::{BenchArgs, Target, Transport, Workload};
@@ -109,8 +110,10 @@ pub async fn run(
         rss::resident_bytes(pid).map_err(|e| BadFlags(format!("{e:#}")))?;
     }
     let clients = setup::connect(&plan).await?;
-    if plan.hold.is_some() {
-        return hold::run(&plan, &clients, args.json, print).await;
+    match plan.workload {
+        Workload::Hold => return hold::run(&plan, &clients, args.json, print).await,
+        Workload::Storm => return storm::run(&plan, &clients, args.json, print).await,
+        Workload::Uncontended | Workload::Contended | Workload::Keepalive => {}
     }
     let rss_before = plan.server_pid.map(rss::resident_bytes).transpose()?;
     let leases = setup::grant_leases(&clients, plan.clients, setup::LEASE_TTL).await?;
@@ -151,6 +154,23 @@ pub async fn run(
     Ok(())
 }
 
+/// Prints a report: one JSON object with `json`, else `human()` for people.
+fn print_report(
+    report: &impl serde::Serialize,
+    human: impl FnOnce() -> String,
+    json: bool,
+    print: Print,
+) -> anyhow::Result<()> {
+    if json {
+        let text = serde_json::to_string(report)
+            .map_err(|e| anyhow::anyhow!("the report does not serialize: {e}"))?;
+        print(format_args!("{text}\n"));
+    } else {
+        print(format_args!("{}", human()));
+    }
+    Ok(())
+}
+
 /// Runs the workers through the warm-up and the measured window; merges
 /// what they recorded.
 async fn measure(plan: &Plan, workers: Vec<Worker>) -> anyhow::Result<Recorder> {
@@ -172,8 +192,8 @@ async fn measure(plan: &Plan, workers: Vec<Worker>) -> anyhow::Result<Recorder> 
             .into_iter()
             .map(|w| tokio::spawn(keepalive::client(w, window, plan.inflight)))
             .collect(),
-        // Not a timed loop: `run` hands it to `hold::run` before this.
-        Workload::Hold => Vec::new(),
+        // Not timed loops: `run` hands them to `hold` and `storm` before this.
+        Workload::Hold | Workload::Storm => Vec::new(),
     };
     collect(tasks, plan.workload == Workload::Contended).await
 }

@@ -3,6 +3,8 @@
 //! lives here, before any connection is opened, so that a bad command line
 //! fails at once with a message naming the flag.
 
+use std::time::Duration;
+
 use anyhow::bail;
 use leasehold_client::TlsOptions;
 
@@ -29,8 +31,10 @@ pub(super) struct Plan {
     pub(super) tls: TlsOptions,
     /// The bearer token sent with every call (`--auth-token`).
     pub(super) auth_token: Option<String>,
-    /// The state the hold workload builds (`None` for the others).
+    /// The state the hold and storm workloads build (`None` for the others).
     pub(super) hold: Option<HoldShape>,
+    /// The storm workload's lease ttl (`--ttl`).
+    pub(super) storm_ttl: Duration,
     /// The server process whose memory the report gives (`--server-pid`).
     pub(super) server_pid: Option<u32>,
 }
@@ -46,12 +50,13 @@ impl HoldShape {
     /// The flags' shape, checked against the server's limits; `None` for
     /// the workloads that build no state (which ignore both flags).
     fn new(args: &BenchArgs) -> anyhow::Result<Option<HoldShape>> {
-        if args.workload != Workload::Hold {
+        if !matches!(args.workload, Workload::Hold | Workload::Storm) {
             return Ok(None);
         }
         let (Some(leases), Some(locks)) = (args.leases, args.locks) else {
             bail!(
-                "the hold workload needs --leases M and --locks N (M leases holding N locks each)"
+                "the {} workload needs --leases M and --locks N (M leases holding N locks each)",
+                args.workload.name()
             );
         };
         let leases_max = leasehold_core::limits::LEASES_MAX;
@@ -89,9 +94,17 @@ impl Plan {
             bail!("--keys must be at least 1 (got 0)");
         }
         let hold = HoldShape::new(args)?;
+        let ttl_s_range = 1..=leasehold_core::limits::TTL_MS_MAX / 1000;
+        if !ttl_s_range.contains(&args.ttl) {
+            bail!(
+                "--ttl must be 1..={} seconds, the server's TTL_MS_MAX (got {})",
+                ttl_s_range.end(),
+                args.ttl
+            );
+        }
         let keys = match args.workload {
             Workload::Uncontended => args.clients,
-            Workload::Keepalive | Workload::Hold => 0,
+            Workload::Keepalive | Workload::Hold | Workload::Storm => 0,
             Workload::Contended => {
                 let keys = args.keys.unwrap_or(1);
                 if keys > args.clients {
@@ -142,6 +155,7 @@ impl Plan {
             tls: TlsOptions::default(),
             auth_token: None,
             hold,
+            storm_ttl: Duration::from_secs(args.ttl),
             server_pid: args.server_pid,
         })
     }
@@ -336,6 +350,31 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(p.hold, None, "only the hold workload builds state");
+    }
+
+    #[test]
+    fn storm_builds_the_hold_shape_and_takes_a_ttl_within_the_limits() {
+        let storm = |extra: &[&str]| {
+            let mut args = vec!["--workload", "storm", "--clients", "8"];
+            args.extend_from_slice(extra);
+            plan(&args)
+        };
+        let p = storm(&["--leases", "10", "--locks", "5", "--ttl", "3"]).unwrap();
+        let shape = HoldShape {
+            leases: 10,
+            locks: 5,
+        };
+        assert_eq!((p.hold, p.storm_ttl), (Some(shape), Duration::from_secs(3)));
+        let err = storm(&["--leases", "1"]).unwrap_err().to_string();
+        assert!(
+            err.contains("the storm workload needs --leases M and --locks N"),
+            "{err}"
+        );
+        for ttl in ["0", "86401"] {
+            let err = storm(&["--leases", "1", "--locks", "1", "--ttl", ttl]);
+            let err = err.unwrap_err().to_string();
+            assert!(err.contains("--ttl must be 1..=86400 seconds"), "{err}");
+        }
     }
 
     #[test]

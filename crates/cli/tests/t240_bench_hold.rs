@@ -37,7 +37,8 @@ fn t240_hold_builds_the_state_reports_its_memory_and_revokes_it() {
     assert!(report["acquires_per_s"].as_f64().unwrap() > 0.0, "{report}");
     let before = u64_of(&report, "server_rss_before_bytes");
     let held = u64_of(&report, "server_rss_held_bytes");
-    assert!(before > 0 && held > 0, "{report}");
+    let settled = u64_of(&report, "server_rss_settled_bytes");
+    assert!(before > 0 && held > 0 && settled > 0, "{report}");
     assert!(report["bytes_per_lock"].as_f64().is_some(), "{report}");
     let locks = server.ok_json(&["ls", "--json"]);
     assert_eq!(

@@ -5,6 +5,7 @@
 //! (except [`ApplyListener::reset`], when a snapshot replaces it).
 
 use crate::events::{About, Stamp};
+use crate::sinks::lease_end_lines::LeaseEndLines;
 use crate::sinks::{telemetry, Freed, Refusal, Sinks};
 use crate::storage::ApplyListener;
 use crate::waiters::WaitResult;
@@ -21,6 +22,8 @@ pub struct ApplyHub {
     /// rebuilds the derived state (timers, holders, events) but is not
     /// news, so it is neither logged line by line nor counted again.
     replayed_until: AtomicU64,
+    /// Which frees of a lease's end get a log line of their own.
+    lease_end_lines: LeaseEndLines,
 }
 
 impl ApplyHub {
@@ -29,6 +32,7 @@ impl ApplyHub {
         ApplyHub {
             sinks,
             replayed_until: AtomicU64::new(0),
+            lease_end_lines: LeaseEndLines::default(),
         }
     }
 
@@ -63,11 +67,12 @@ impl ApplyHub {
             }
             Effect::LeaseEnded { lease, expired } => {
                 sinks.ended.lease_ended(*lease);
+                let tally = self.lease_end_lines.ended(*lease);
                 if !at.replayed {
                     if *expired {
                         sinks.samples.expired();
                     }
-                    telemetry::lease_ended(*lease, *expired);
+                    telemetry::lease_ended(*lease, *expired, tally);
                 }
             }
             Effect::LockGranted { .. } => self.lock_granted(at, effect),
@@ -146,8 +151,10 @@ impl ApplyHub {
             forced: forced.as_ref(),
             held_for: self.sinks.holders.freed(*token),
         };
+        let by_lease_end = matches!(cause, FreeCause::LeaseExpired | FreeCause::LeaseRevoked);
+        let line = !by_lease_end || self.lease_end_lines.freed(*lease);
         if !at.replayed {
-            telemetry::lock_freed(&freed);
+            telemetry::lock_freed(&freed, line);
         }
         // Only holds their holder ended measure the work: an expiry's
         // includes the ttl after the holder died, a force release is an

@@ -81,6 +81,7 @@ pub async fn serve_on(
         proposer.clone(),
         raft.clone(),
         config.node_id,
+        timers::weigher(state.clone()),
     );
     let refusals = Arc::new(crate::auth::Refusals::new(proposer.clone()));
     let node = Arc::new(Node {

@@ -16,6 +16,7 @@
 //! the same bundle, so each is reachable one way.
 
 pub mod holders;
+pub mod lease_end_lines;
 pub mod telemetry;
 
 use crate::clock::Clock;

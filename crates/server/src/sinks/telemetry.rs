@@ -7,6 +7,7 @@
 //! leases or owners. Every node applies the same log, so counters agree
 //! across nodes; durations are measured on this node's clock.
 
+use super::lease_end_lines::EndTally;
 use super::{Freed, Refusal};
 use leasehold_core::{Applied, ForcedBy, FreeCause, LeaseId, LockError, LockName, Reply, Token};
 use std::time::Duration;
@@ -73,11 +74,25 @@ pub fn margin_ratio(margin: Duration, ttl_ms: u64) -> f64 {
     margin.as_secs_f64() / (ttl_ms.max(1) as f64 / 1000.0)
 }
 
-/// A lease ended; an expiry is counted and logged.
-pub fn lease_ended(lease: LeaseId, expired: bool) {
+/// A lease ended; an expiry is counted and logged, and so is a revoke
+/// whose frees did not all get a line of their own (`tally`).
+pub fn lease_ended(lease: LeaseId, expired: bool, tally: EndTally) {
+    let (locks_freed, lock_lines_skipped) = (tally.freed, tally.unlogged);
     if expired {
         metrics::counter!("leasehold_leases_expired_total").increment(1);
-        tracing::info!(lease = lease.0, "lease expired");
+        tracing::info!(
+            lease = lease.0,
+            locks_freed,
+            lock_lines_skipped,
+            "lease expired"
+        );
+    } else if lock_lines_skipped > 0 {
+        tracing::info!(
+            lease = lease.0,
+            locks_freed,
+            lock_lines_skipped,
+            "lease revoked"
+        );
     }
 }
 
@@ -100,8 +115,9 @@ pub fn waited(waited: Duration) {
 }
 
 /// A lock was freed: counted by cause, its hold time measured, logged (a
-/// force release at warn, with who and why).
-pub fn lock_freed(freed: &Freed) {
+/// force release at warn, with who and why) unless `line` says no (one of
+/// many frees of a lease's end, see [`lease_end_lines`](super::lease_end_lines)).
+pub fn lock_freed(freed: &Freed, line: bool) {
     let cause = free_cause_label(freed.cause);
     metrics::counter!("leasehold_locks_freed_total", "cause" => cause.clone()).increment(1);
     if let Some(held_for) = freed.held_for {
@@ -112,7 +128,7 @@ pub fn lock_freed(freed: &Freed) {
         metrics::counter!("leasehold_force_releases_total").increment(1);
         let detail = force_detail(by);
         tracing::warn!(lock = %name, lease, owner, token, cause = %cause, forced = true, detail = %detail, "lock freed");
-    } else {
+    } else if line {
         tracing::info!(lock = %name, lease, owner, token, cause = %cause, "lock freed");
     }
 }

@@ -8,15 +8,29 @@
 mod task;
 
 pub use leasehold_core::lessor::Due;
-pub use task::{spawn, PROPOSALS_IN_FLIGHT_MAX};
+pub use task::{spawn, PROPOSALS_IN_FLIGHT_MAX, WEIGHT_IN_FLIGHT_MAX};
 
 use crate::clock::Clock;
+use crate::storage::SharedState;
 use leasehold_core::lessor::Lessor;
 use leasehold_core::{Effect, LeaseId, LockName, State, Token};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
+
+/// What a due item frees, for the timer task's in-flight budget: a lease's
+/// expiry weighs one plus the locks it holds and waits for (read from the
+/// applied state), anything else one.
+pub fn weigher(state: SharedState) -> impl Fn(&Due) -> usize + Send + 'static {
+    move |due| match due {
+        Due::ExpireLease { lease, .. } => state.read(|state| {
+            let ends = state.lease(*lease);
+            1 + ends.map_or(0, |lease| lease.holds.len() + lease.waits.len())
+        }),
+        _ => 1,
+    }
+}
 
 /// The shared lessor, its clock, and a wake-up for the timer task.
 pub struct Timers {

@@ -3,7 +3,12 @@
 //! proposals are in flight at once, polled inside this task (no task per
 //! item); they travel through the proposer's group commit, so a storm of
 //! expiries is committed in batches between client commands rather than
-//! ahead of them. A due item stays armed (re-armed a little later) until
+//! ahead of them. They are also bounded by what they free: each item
+//! weighs one plus the locks its lease holds or waits for, and at most
+//! [`WEIGHT_IN_FLIGHT_MAX`] is in flight, so one group commit never frees a
+//! million locks under the state's write lock while clients wait (a lease
+//! holds at most `LOCKS_PER_LEASE_MAX`, so one item alone is always
+//! bounded). A due item stays armed (re-armed a little later) until
 //! its command's effect removes it, so a proposal lost to a leadership
 //! change is retried by whoever leads next.
 
@@ -26,15 +31,29 @@ use tokio::time::sleep_until;
 /// and follow as these complete.
 pub const PROPOSALS_IN_FLIGHT_MAX: usize = 256;
 
+/// Weight of the proposals in flight at once, at most (an item weighs one
+/// plus the locks and waits its lease ends): what one group commit may
+/// free, and so how long its apply holds the state's write lock. An item
+/// heavier than this alone is proposed when nothing else is in flight.
+pub const WEIGHT_IN_FLIGHT_MAX: usize = 8_192;
+
 /// Longest sleep while leading (deadlines and leadership changes wake the
 /// task sooner; this bounds the cost of a missed wake-up).
 const POLL_MAX: Duration = Duration::from_millis(100);
 
-/// A proposal in flight: the item, and whether its command applied.
-type InFlight = Pin<Box<dyn Future<Output = (Due, Result<(), String>)> + Send>>;
+/// A proposal in flight: the item, its weight, and whether its command
+/// applied.
+type InFlight = Pin<Box<dyn Future<Output = (Due, usize, Result<(), String>)> + Send>>;
 
-/// Starts the timer task; it ends when `raft` shuts down.
-pub fn spawn(timers: Arc<Timers>, proposer: Proposer, raft: Raft, node_id: u64) {
+/// Starts the timer task; it ends when `raft` shuts down. `weigh` says
+/// what an item frees (see [`WEIGHT_IN_FLIGHT_MAX`]).
+pub fn spawn(
+    timers: Arc<Timers>,
+    proposer: Proposer,
+    raft: Raft,
+    node_id: u64,
+    weigh: impl Fn(&Due) -> usize + Send + 'static,
+) {
     // Server metrics change only with votes, roles and membership, not
     // with every applied entry: waking on them costs nothing per write.
     let leadership = raft.server_metrics();
@@ -47,22 +66,24 @@ pub fn spawn(timers: Arc<Timers>, proposer: Proposer, raft: Raft, node_id: u64) 
     };
     let leads =
         move |metrics: &RaftServerMetrics<u64, BasicNode>| metrics.current_leader == Some(node_id);
-    tokio::spawn(run(timers, leadership, leads, propose));
+    tokio::spawn(run(timers, leadership, leads, weigh, propose));
 }
 
 /// The loop: tracks leadership from `leadership` (this node leads when
 /// `leads` says so), and while leading proposes due items with `propose`,
-/// at most [`PROPOSALS_IN_FLIGHT_MAX`] at a time. Ends when `leadership`'s
-/// sender is gone.
+/// at most [`PROPOSALS_IN_FLIGHT_MAX`] and [`WEIGHT_IN_FLIGHT_MAX`] (by
+/// `weigh`) at a time. Ends when `leadership`'s sender is gone.
 pub(super) async fn run<T, F>(
     timers: Arc<Timers>,
     mut leadership: watch::Receiver<T>,
     leads: impl Fn(&T) -> bool,
+    weigh: impl Fn(&Due) -> usize,
     propose: impl Fn(Command) -> F,
 ) where
     F: Future<Output = Result<(), String>> + Send + 'static,
 {
     let mut in_flight: FuturesUnordered<InFlight> = FuturesUnordered::new();
+    let mut weight_in_flight = 0;
     let mut leading = false;
     loop {
         let is_leader = leads(&leadership.borrow_and_update());
@@ -71,28 +92,39 @@ pub(super) async fn run<T, F>(
             timers.update(|lessor, now_ms| lessor.set_leader_since(leading.then_some(now_ms)));
             tracing::info!(leading, "leadership changed");
         }
-        if leading {
-            let room = PROPOSALS_IN_FLIGHT_MAX - in_flight.len();
-            let due = timers.take_due(room);
-            for item in due {
-                let proposal = propose(item.command());
-                in_flight.push(Box::pin(async move { (item, proposal.await) }));
-            }
+        while leading && has_room(in_flight.len(), weight_in_flight) {
+            let Some(item) = timers.take_due(1).pop() else {
+                break;
+            };
+            let weight = weigh(&item);
+            weight_in_flight += weight;
+            let proposal = propose(item.command());
+            in_flight.push(Box::pin(async move { (item, weight, proposal.await) }));
         }
         // Not leading: nothing to propose, whatever is overdue. Full: what
         // is due waits for a proposal to complete.
-        let sleeps = leading && in_flight.len() < PROPOSALS_IN_FLIGHT_MAX;
+        let sleeps = leading && has_room(in_flight.len(), weight_in_flight);
         let wake_at = next_wake(&timers);
         tokio::select! {
             () = sleep_until(wake_at), if sleeps => {}
             () = timers.wake.notified(), if sleeps => {}
-            Some((due, applied)) = in_flight.next(), if !in_flight.is_empty() => match applied {
-                Ok(()) => timers.done(&due),
-                Err(error) => tracing::debug!(?due, %error, "timer proposal failed; will retry"),
-            },
+            Some((due, weight, applied)) = in_flight.next(), if !in_flight.is_empty() => {
+                weight_in_flight -= weight;
+                match applied {
+                    Ok(()) => timers.done(&due),
+                    Err(error) => tracing::debug!(?due, %error, "timer proposal failed; will retry"),
+                }
+            }
             changed = leadership.changed() => if changed.is_err() { return },
         }
     }
+}
+
+/// Whether another item may be proposed with `count` proposals of total
+/// `weight` in flight (with none in flight, any item may: even one
+/// heavier than the budget).
+fn has_room(count: usize, weight: usize) -> bool {
+    count == 0 || (count < PROPOSALS_IN_FLIGHT_MAX && weight < WEIGHT_IN_FLIGHT_MAX)
 }
 
 /// When to look again: the earliest deadline, at most [`POLL_MAX`] away.

@@ -34,6 +34,18 @@ fn recorder(
     (seen, propose)
 }
 
+/// Runs the task: this node leads while `leadership` says `true`, and every
+/// item weighs one.
+fn spawn_leading_when_told<F>(
+    timers: Arc<Timers>,
+    leadership: watch::Receiver<bool>,
+    propose: impl Fn(Command) -> F + Send + 'static,
+) where
+    F: Future<Output = Result<(), String>> + Send + 'static,
+{
+    tokio::spawn(run(timers, leadership, |leads| *leads, |_| 1, propose));
+}
+
 #[tokio::test(start_paused = true)]
 async fn only_the_leader_proposes_and_inherited_deadlines_get_the_margin() {
     let start = Instant::now();
@@ -41,7 +53,7 @@ async fn only_the_leader_proposes_and_inherited_deadlines_get_the_margin() {
     timers.update(|lessor, now_ms| lessor.lease_renewed(LeaseId(1), 1_000, 3, now_ms));
     let (leader, leadership) = watch::channel(false);
     let (seen, propose) = recorder(start);
-    tokio::spawn(run(timers.clone(), leadership, |leads| *leads, propose));
+    spawn_leading_when_told(timers.clone(), leadership, propose);
 
     tracing::info!("phase: a follower proposes nothing");
     tokio::time::sleep(Duration::from_millis(900)).await;
@@ -60,6 +72,88 @@ async fn only_the_leader_proposes_and_inherited_deadlines_get_the_margin() {
     assert_eq!(seen[1], (Duration::from_millis(2_000), expire));
 }
 
+/// A proposer whose proposals complete only as the test adds permits to
+/// `gate`; it counts what is in flight, the most ever in flight, and what
+/// applied.
+struct Gated {
+    gate: Arc<Semaphore>,
+    in_flight: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+    applied: Arc<AtomicUsize>,
+}
+
+/// A gated proposal.
+type Proposal = std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
+
+impl Gated {
+    fn new() -> (Gated, impl Fn(Command) -> Proposal) {
+        let gated = Gated {
+            gate: Arc::new(Semaphore::new(0)),
+            in_flight: Arc::default(),
+            most: Arc::default(),
+            applied: Arc::default(),
+        };
+        let (gate, in_flight, most, applied) = (
+            gated.gate.clone(),
+            gated.in_flight.clone(),
+            gated.most.clone(),
+            gated.applied.clone(),
+        );
+        let propose = move |_command| {
+            let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            let (gate, in_flight, applied) = (gate.clone(), in_flight.clone(), applied.clone());
+            let proposal = async move {
+                gate.acquire().await.unwrap().forget();
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                applied.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            };
+            Box::pin(proposal) as Proposal
+        };
+        (gated, propose)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn heavy_expiries_are_bounded_by_weight_and_an_overweight_one_is_not_stuck() {
+    let timers = timers(0);
+    // Leases 1..=9 weigh 3,000 each (a third of the budget, about); lease
+    // 10 alone outweighs the whole budget.
+    let heavy = WEIGHT_IN_FLIGHT_MAX * 3 / 8;
+    timers.update(|lessor, now_ms| {
+        for id in 1..=10 {
+            lessor.lease_renewed(LeaseId(id), 100 + id, 0, now_ms);
+        }
+    });
+    let weigh = move |due: &Due| match due {
+        Due::ExpireLease { lease, .. } if lease.0 == 10 => WEIGHT_IN_FLIGHT_MAX * 2,
+        _ => heavy,
+    };
+    let (_leader, leadership) = watch::channel(true);
+    let (gated, propose) = Gated::new();
+    tokio::spawn(run(
+        timers.clone(),
+        leadership,
+        |leads| *leads,
+        weigh,
+        propose,
+    ));
+
+    tracing::info!("phase: all due; only as many as the weight allows are in flight");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // 3 × 3/8 of the budget: the third goes while the weight is under it.
+    assert_eq!(gated.in_flight.load(Ordering::SeqCst), 3);
+
+    tracing::info!("phase: one at a time, each completes, the overweight one too");
+    for applied in 1..=10 {
+        gated.gate.add_permits(1);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(gated.applied.load(Ordering::SeqCst), applied);
+    }
+    assert_eq!(gated.most.load(Ordering::SeqCst), 3);
+}
+
 #[tokio::test(start_paused = true)]
 async fn at_most_the_bound_is_in_flight_and_the_rest_follow() {
     let timers = timers(0);
@@ -71,32 +165,14 @@ async fn at_most_the_bound_is_in_flight_and_the_rest_follow() {
         }
     });
     let (_leader, leadership) = watch::channel(true);
-    let gate = Arc::new(Semaphore::new(0));
-    let (in_flight, most, applied) = (
-        Arc::new(AtomicUsize::new(0)),
-        Arc::new(AtomicUsize::new(0)),
-        Arc::new(AtomicUsize::new(0)),
-    );
-    let propose = {
-        let (gate, in_flight, most, applied) = (
-            gate.clone(),
-            in_flight.clone(),
-            most.clone(),
-            applied.clone(),
-        );
-        move |_command| {
-            let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-            most.fetch_max(now, Ordering::SeqCst);
-            let (gate, in_flight, applied) = (gate.clone(), in_flight.clone(), applied.clone());
-            async move {
-                gate.acquire().await.unwrap().forget();
-                in_flight.fetch_sub(1, Ordering::SeqCst);
-                applied.fetch_add(1, Ordering::SeqCst);
-                Ok(())
-            }
-        }
-    };
-    tokio::spawn(run(timers.clone(), leadership, |leads| *leads, propose));
+    let (gated, propose) = Gated::new();
+    let Gated {
+        gate,
+        in_flight,
+        most,
+        applied,
+    } = gated;
+    spawn_leading_when_told(timers.clone(), leadership, propose);
 
     tracing::info!("phase: everything is due; only the bound is proposed");
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -127,7 +203,7 @@ async fn a_follower_with_overdue_deadlines_does_not_spin() {
         false
     };
     let (_seen, propose) = recorder(Instant::now());
-    tokio::spawn(run(timers, leadership, leads, propose));
+    tokio::spawn(run(timers, leadership, leads, |_| 1, propose));
     for _ in 0..100 {
         tokio::task::yield_now().await;
     }

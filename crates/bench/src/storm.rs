@@ -1,0 +1,326 @@
+//! The storm workload: a mass expiry, and what the other clients see while
+//! it happens. `--leases M` leases each acquire `--locks N` locks (the hold
+//! workload's state), then all their renewers stop at once, as when a fleet
+//! of workers dies together: the leases lapse together `--ttl` later and
+//! the server frees every lock. Meanwhile [`PROBES`] probe clients, on
+//! leases of their own, acquire and release their own locks in a loop; the
+//! report gives their latency before the storm and through it (p50, p99,
+//! max) and how long after the renewals stopped the last lease was gone.
+//!
+//! The leases are granted without a renewer of this process's (the
+//! library's `grant_lease`) and renewed by attached ones
+//! (`client.keep_alive(id)`), because an attached renewer stops without
+//! revoking when its handle goes: the server, not the bench, ends them.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use futures::{StreamExt as _, TryStreamExt as _};
+use leasehold_client::{Client, Consistency, Error, Lease, LeaseId, LockName};
+use serde::Serialize;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::plan::Plan;
+use super::{hold, reason, rss, setup, Print};
+
+/// Probe clients, each cycling acquire + release on its own lock.
+const PROBES: u32 = 4;
+/// How long the probes run before the renewers stop (the baseline).
+const BASELINE: Duration = Duration::from_secs(2);
+/// How long the probes go on after the last lease is gone.
+const AFTERMATH: Duration = Duration::from_secs(1);
+/// The bound: every lock freed within ttl + this.
+const FREED_WITHIN_TTL_PLUS: Duration = Duration::from_secs(2);
+/// Past ttl + this, waiting for the leases to go is given up.
+const GIVE_UP_AFTER_TTL_PLUS: Duration = Duration::from_secs(60);
+/// Between two looks at a lease that is still there.
+const POLL: Duration = Duration::from_millis(10);
+/// Setup calls (grants, attaches) in flight at once.
+const SETUP_CONCURRENCY: usize = 64;
+
+/// Builds the state, stops its renewers, measures the storm, reports.
+pub(super) async fn run(
+    plan: &Plan,
+    clients: &[Client],
+    json: bool,
+    print: Print,
+) -> anyhow::Result<()> {
+    let shape = plan
+        .hold
+        .context("the storm workload needs --leases and --locks")?;
+    let ttl = plan.storm_ttl;
+    let rss = || plan.server_pid.map(rss::resident_bytes).transpose();
+    let ids = grant_unrenewed(clients, shape.leases, ttl).await?;
+    let leases = attach(clients, &ids).await?;
+    let load_start = Instant::now();
+    let guards = hold::acquire_all(&leases, shape.locks, plan.clients).await?;
+    let loaded = Instant::now();
+    let rss_held = rss()?;
+
+    let probe_leases = setup::grant_leases(clients, PROBES, setup::LEASE_TTL).await?;
+    let (stop_probes, stopped) = watch::channel(false);
+    let probes: Vec<_> = (0..PROBES)
+        .map(|i| tokio::spawn(probe(probe_leases[i as usize].clone(), i, stopped.clone())))
+        .collect();
+    tokio::time::sleep(BASELINE).await;
+    let renewals_stopped = Instant::now();
+    // Off the runtime, dropped guards send no release and dropped attached
+    // leases revoke nothing: their renewers just stop.
+    let _ = std::thread::spawn(move || drop((guards, leases))).join();
+    let give_up = renewals_stopped + ttl + GIVE_UP_AFTER_TTL_PLUS;
+    let gone = wait_gone(&clients[0], ids.len(), give_up).await?;
+    let last_gone = Instant::now();
+    tokio::time::sleep(AFTERMATH).await;
+    let _ = stop_probes.send(true);
+    let mut cycles = Vec::new();
+    for task in probes {
+        cycles.extend(task.await.context("a probe client failed")?);
+    }
+    let _ = setup::revoke_leases(probe_leases).await;
+
+    let freed_after = last_gone - renewals_stopped;
+    let report = StormReport {
+        workload: "storm",
+        endpoint: clients[0].endpoint(),
+        leases: shape.leases,
+        locks_per_lease: shape.locks,
+        locks_held: shape.total(),
+        ttl_ms: ttl.as_millis() as u64,
+        acquires_per_s: hold::rate(shape.total(), loaded - load_start),
+        server_rss_held_bytes: rss_held,
+        server_rss_after_bytes: rss()?,
+        leases_left: ids.len() - gone,
+        freed_after_ms: freed_after.as_millis() as u64,
+        freed_bound_ms: (ttl + FREED_WITHIN_TTL_PLUS).as_millis() as u64,
+        freed_in_bound: gone == ids.len() && freed_after <= ttl + FREED_WITHIN_TTL_PLUS,
+        probes: PROBES,
+        baseline: Phase::of(&cycles, renewals_stopped - BASELINE, renewals_stopped),
+        storm: Phase::of(&cycles, renewals_stopped, last_gone + AFTERMATH),
+    };
+    super::print_report(&report, || report.human(), json, print)
+}
+
+/// Grants `count` leases of `ttl` that no renewer of this process owns.
+async fn grant_unrenewed(
+    clients: &[Client],
+    count: u32,
+    ttl: Duration,
+) -> anyhow::Result<Vec<LeaseId>> {
+    futures::stream::iter(0..count)
+        .map(|i| async move {
+            let client = &clients[i as usize % clients.len()];
+            let owner =
+                leasehold_client::owner_info(Some(format!("leasehold-bench/storm/{i}")), vec![]);
+            let granted = client.grant_lease(ttl, owner).await;
+            granted.map(|g| g.lease).map_err(|e| {
+                let context = format!("granting storm lease {i} failed ({})", reason(&e));
+                anyhow::Error::new(e).context(context)
+            })
+        })
+        .buffered(SETUP_CONCURRENCY)
+        .try_collect()
+        .await
+}
+
+/// Attaches a renewer to each lease: renewed while the handles live,
+/// neither revoked nor released when they go.
+async fn attach(clients: &[Client], ids: &[LeaseId]) -> anyhow::Result<Vec<Lease>> {
+    futures::stream::iter(ids.iter().enumerate())
+        .map(|(i, &id)| async move {
+            let client = &clients[i % clients.len()];
+            client.keep_alive(id).start().await.map_err(|e| {
+                let context = format!("renewing storm lease {} failed ({})", id.0, reason(&e));
+                anyhow::Error::new(e).context(context)
+            })
+        })
+        .buffered(SETUP_CONCURRENCY)
+        .try_collect()
+        .await
+}
+
+/// Waits until every storm lease's locks are free, or `give_up`; returns
+/// how many leases' locks went. A lease's end frees all its locks in one
+/// command, so one lock (its first) stands for each; a lock is looked at
+/// (a cheap `get`, not the lease with its thousand locks) one at a time,
+/// in order: when the loop ends, the last of them has just gone.
+async fn wait_gone(client: &Client, leases: usize, give_up: Instant) -> anyhow::Result<usize> {
+    for l in 0..leases {
+        let name = hold::lock_name(l, 0)?;
+        loop {
+            match client.get_lock(&name, Consistency::Linearizable).await {
+                Err(Error::NoSuchLock { .. }) => break,
+                _ if Instant::now() >= give_up => return Ok(l),
+                _ => tokio::time::sleep(POLL).await,
+            }
+        }
+    }
+    Ok(leases)
+}
+
+/// One probe cycle: when it started, and acquire + release took how long
+/// (`None`: it failed).
+type Cycle = (Instant, Option<Duration>);
+
+/// A probe client: acquire and release its own lock until `stop`.
+async fn probe(lease: Lease, index: u32, mut stop: watch::Receiver<bool>) -> Vec<Cycle> {
+    let raw = format!("{}s/probe/{index}", super::run_prefix());
+    let name = LockName::parse(&raw).expect("the probe's lock name is valid");
+    let mut cycles = Vec::new();
+    while !*stop.borrow_and_update() {
+        let start = Instant::now();
+        let cycle = async {
+            let guard = lease.lock(&name).acquire().await?;
+            guard.release().await
+        };
+        let ok = tokio::select! {
+            outcome = cycle => outcome.is_ok(),
+            _ = stop.changed() => break,
+        };
+        cycles.push((start, ok.then(|| start.elapsed())));
+    }
+    cycles
+}
+
+/// The probes' cycles that started in one stretch of the run.
+#[derive(Clone, Debug, Serialize)]
+struct Phase {
+    cycles: usize,
+    failed: usize,
+    p50_ms: f64,
+    p99_ms: f64,
+    max_ms: f64,
+    /// When the slowest cycle started, in Unix ms (to set beside the
+    /// server's log: a snapshot, a batch of expiries).
+    max_started_unix_ms: u64,
+}
+
+impl Phase {
+    /// The cycles of `all` that started in `from..to`.
+    fn of(all: &[Cycle], from: Instant, to: Instant) -> Phase {
+        let within = all.iter().filter(|(at, _)| (from..to).contains(at));
+        let mut ms: Vec<f64> = within
+            .clone()
+            .filter_map(|(_, took)| took.map(|d| d.as_secs_f64() * 1000.0))
+            .collect();
+        ms.sort_by(f64::total_cmp);
+        let at = |q: f64| {
+            let i = ((ms.len() as f64 * q).ceil() as usize).saturating_sub(1);
+            ms.get(i).map_or(0.0, |v| (v * 100.0).round() / 100.0)
+        };
+        let slowest = within.clone().max_by_key(|(_, took)| *took);
+        Phase {
+            max_started_unix_ms: slowest.map_or(0, |(at, _)| unix_ms(*at)),
+            cycles: within.clone().count(),
+            failed: within.filter(|(_, took)| took.is_none()).count(),
+            p50_ms: at(0.50),
+            p99_ms: at(0.99),
+            max_ms: at(1.0),
+        }
+    }
+}
+
+/// `at` in Unix milliseconds, by the wall clock's offset from this
+/// process's monotonic one now.
+fn unix_ms(at: Instant) -> u64 {
+    let wall_now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let ago = Instant::now().saturating_duration_since(at);
+    wall_now.saturating_sub(ago).as_millis() as u64
+}
+
+/// What the storm workload measured. Serialized as the `--json` object.
+#[derive(Clone, Debug, Serialize)]
+struct StormReport {
+    workload: &'static str,
+    endpoint: String,
+    leases: u32,
+    locks_per_lease: u32,
+    locks_held: u64,
+    ttl_ms: u64,
+    acquires_per_s: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_rss_held_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_rss_after_bytes: Option<u64>,
+    /// Leases still there when waiting was given up (0: all went).
+    leases_left: usize,
+    /// From the renewers' stop to the last lease gone.
+    freed_after_ms: u64,
+    /// ttl + 2 s.
+    freed_bound_ms: u64,
+    freed_in_bound: bool,
+    probes: u32,
+    /// The probes' cycles in the 2 s before the renewers stopped.
+    baseline: Phase,
+    /// From the renewers' stop to 1 s after the last lease went.
+    storm: Phase,
+}
+
+impl StormReport {
+    /// The summary for people.
+    fn human(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        let _ = writeln!(s, "leasehold bench: storm (a mass expiry, probed)");
+        let _ = writeln!(
+            s,
+            "  endpoint {}, {} leases × {} locks = {} held (loaded at {:.1}/s), ttl {} ms",
+            self.endpoint,
+            self.leases,
+            self.locks_per_lease,
+            self.locks_held,
+            self.acquires_per_s,
+            self.ttl_ms
+        );
+        let _ = writeln!(
+            s,
+            "  freed    {} ms after the renewers stopped (bound {} ms: {}), {} leases left",
+            self.freed_after_ms,
+            self.freed_bound_ms,
+            if self.freed_in_bound { "met" } else { "MISSED" },
+            self.leases_left
+        );
+        for (label, p) in [("baseline", &self.baseline), ("storm", &self.storm)] {
+            let _ = writeln!(
+                s,
+                "  {label:<8} {} probe cycles ({} failed): p50 {} ms, p99 {} ms, max {} ms (started at Unix ms {})",
+                p.cycles, p.failed, p.p50_ms, p.p99_ms, p.max_ms, p.max_started_unix_ms
+            );
+        }
+        if let (Some(held), Some(after)) = (self.server_rss_held_bytes, self.server_rss_after_bytes)
+        {
+            let _ = writeln!(
+                s,
+                "  server   RSS {} held, {} after",
+                rss::mib(held),
+                rss::mib(after)
+            );
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_phase_takes_the_cycles_that_started_in_it() {
+        let t = Instant::now();
+        let ms = Duration::from_millis;
+        let cycles = vec![
+            (t, Some(ms(100))),
+            (t + ms(10), Some(ms(1))),
+            (t + ms(20), None),
+            (t + ms(30), Some(ms(3))),
+            (t + ms(40), Some(ms(2))),
+        ];
+        let p = Phase::of(&cycles, t + ms(5), t + ms(40));
+        assert_eq!((p.cycles, p.failed), (3, 1));
+        assert_eq!((p.p50_ms, p.max_ms), (1.0, 3.0));
+        let empty = Phase::of(&cycles, t + ms(50), t + ms(60));
+        assert_eq!((empty.cycles, empty.max_ms), (0, 0.0));
+    }
+}
