@@ -132,12 +132,6 @@ enum Command {
     Audit(audit::AuditArgs),
 }
 
-/// mimalloc rather than glibc's malloc: a server applying a mass expiry
-/// spent a sixth of its time in glibc's `_int_malloc` (perf, 1 M locks
-/// freed), and held more memory per lock; numbers in docs/DESIGN.md §6d.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     // Help and version exit 0; usage errors exit 2 (Exit::Usage).
     let matches = Cli::command().get_matches();

@@ -67,7 +67,7 @@ impl NameSet {
 
     /// Makes each name that is a key of `table` the key's copy of the
     /// text, so the two share it (decoded names each have their own).
-    pub fn share_keys_of<V>(&mut self, table: &std::collections::BTreeMap<LockName, V>) {
+    pub fn share_keys_of<V: Clone>(&mut self, table: &imbl::OrdMap<LockName, V>) {
         for name in &mut self.sorted {
             if let Some((key, _)) = table.get_key_value(name) {
                 *name = key.clone();

@@ -10,8 +10,9 @@
 //! `apply`.
 
 use crate::{limits, LockName};
+use imbl::OrdMap;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::ops::Bound;
 
 /// Tables up to this size are scanned whole.
@@ -59,7 +60,7 @@ fn same_leaf(a: &str, b: &str) -> bool {
 /// distance is at most max(3, len/4), it has the same parent path, or it
 /// has the same leaf under another prefix or hash tag (ranked after the
 /// near spellings).
-pub(crate) fn nearby_names<V>(table: &BTreeMap<LockName, V>, wanted: &str) -> Vec<String> {
+pub(crate) fn nearby_names<V: Clone>(table: &OrdMap<LockName, V>, wanted: &str) -> Vec<String> {
     let wanted_chars: Vec<char> = wanted.chars().collect();
     let bound = (wanted_chars.len() / 4).max(3);
     let wanted_parent = parent(wanted);
@@ -93,9 +94,9 @@ pub(crate) fn nearby_names<V>(table: &BTreeMap<LockName, V>, wanted: &str) -> Ve
 }
 
 /// The names worth comparing with `wanted`, in name order, without `wanted`.
-fn candidates<'a, V>(table: &'a BTreeMap<LockName, V>, wanted: &str) -> BTreeSet<&'a str> {
+fn candidates<'a, V: Clone>(table: &'a OrdMap<LockName, V>, wanted: &str) -> BTreeSet<&'a str> {
     let names = |range: (Bound<&str>, Bound<&str>)| {
-        table.range::<str, _>(range).map(|(name, _)| name.as_str())
+        table.range::<_, str>(range).map(|(name, _)| name.as_str())
     };
     let mut out = BTreeSet::new();
     if table.len() <= SCAN_ALL_MAX {
@@ -162,7 +163,7 @@ fn bounded_distance(a: &[char], b: &[char], bound: usize) -> Option<usize> {
 mod tests {
     use super::*;
 
-    fn table(names: &[&str]) -> BTreeMap<LockName, ()> {
+    fn table(names: &[&str]) -> OrdMap<LockName, ()> {
         names
             .iter()
             .map(|n| (LockName::parse(n).unwrap(), ()))
@@ -237,7 +238,7 @@ mod tests {
     fn large_tables_still_find_neighbours_and_same_segment_names() {
         let mut names: Vec<String> = (0..5_000).map(|i| format!("bulk/{i:05}")).collect();
         names.push("jobs/nightly".to_owned());
-        let t: BTreeMap<LockName, ()> = names
+        let t: OrdMap<LockName, ()> = names
             .iter()
             .map(|n| (LockName::parse(n).unwrap(), ()))
             .collect();

@@ -4,9 +4,14 @@
 //! and diagnostic memories) and the revision. `apply` is the only mutator: it
 //! dispatches a command to the lease, lock or fenced-store half
 //! (`state/leases.rs`, `state/locks.rs`, `state/fenced.rs`) and returns what
-//! happened as data. Everything is ordered (`BTreeMap`, `VecDeque`), so every
-//! replica that applies the same commands reaches the same state and
-//! produces the same [`Applied`] list.
+//! happened as data. Everything is ordered (`OrdMap`, `BTreeMap`,
+//! `VecDeque`), so every replica that applies the same commands reaches the
+//! same state and produces the same [`Applied`] list.
+//!
+//! The big tables (leases, locks, grant request ids) are `imbl`'s
+//! persistent B-trees: cloning the state is O(1), nodes are shared until
+//! one side changes them, so the server encodes a snapshot from a copy
+//! while it goes on applying (docs/DESIGN.md §6d).
 //!
 //! Revision rule: a command that changes lease or lock tables, or writes the
 //! fenced store, bumps the revision exactly once, before any grant, so every
@@ -24,6 +29,8 @@ mod test_support;
 #[cfg(test)]
 mod tests_auth;
 #[cfg(test)]
+mod tests_copies;
+#[cfg(test)]
 mod tests_fenced;
 #[cfg(test)]
 mod tests_force;
@@ -40,8 +47,9 @@ use crate::{
     limits, Applied, Command, Lease, LeaseId, Lock, LockError, LockName, LockView, Outcome, Reply,
     RequestId, Revision, Token,
 };
+use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 pub use force::{ForceRelease, ForceReleaseRecord};
 
@@ -73,17 +81,18 @@ pub struct State {
     revision: Revision,
     /// Live leases.
     /// Boxed, as the lock rows are (see `locks`).
-    leases: BTreeMap<LeaseId, Box<Lease>>,
+    leases: OrdMap<LeaseId, Box<Lease>>,
     /// Locks that are held, waited for or delayed; no other lock is stored.
-    /// Boxed: a B-tree node keeps eleven slots and is about half full, so
-    /// an inline row would pay for its empty neighbours. Stored with each
+    /// Boxed: a B-tree leaf keeps sixteen slots, often half full, so an
+    /// inline row would pay for its empty neighbours (and be copied whole
+    /// when a leaf shared with a snapshot's copy changes). Stored with each
     /// row's name, as before rows dropped it (`lock_rows`).
     #[serde(with = "lock_rows")]
-    locks: BTreeMap<LockName, Box<Lock>>,
+    locks: OrdMap<LockName, Box<Lock>>,
     /// Request id of each live lease's grant, so a retried grant finds its
     /// lease instead of creating an orphan. Bounded by `LEASES_MAX`: an entry
     /// leaves with its lease.
-    grant_requests: BTreeMap<RequestId, LeaseId>,
+    grant_requests: OrdMap<RequestId, LeaseId>,
     /// The last `EXPIRED_LEASES_REMEMBERED` expired lease ids, oldest first,
     /// so a late keep-alive hears "expired" rather than "not found".
     expired_order: VecDeque<LeaseId>,
@@ -324,7 +333,7 @@ impl State {
         prefix: &'a str,
     ) -> impl Iterator<Item = LockView<'a>> + 'a {
         self.locks
-            .range::<str, _>((
+            .range::<_, str>((
                 std::ops::Bound::Included(prefix),
                 std::ops::Bound::Unbounded,
             ))
@@ -348,7 +357,9 @@ impl State {
     /// million held locks would otherwise load with their names twice. Call
     /// after decoding a state.
     pub fn share_names(&mut self) {
-        for lease in self.leases.values_mut() {
+        let ids: Vec<LeaseId> = self.leases.keys().copied().collect();
+        for id in ids {
+            let lease = self.leases.get_mut(&id).expect("a listed lease");
             lease.holds.share_keys_of(&self.locks);
             lease.waits.share_keys_of(&self.locks);
         }

@@ -5,13 +5,13 @@
 //! builds. A stored row whose name differs from its key is refused.
 
 use crate::{Holder, Lock, LockDelay, LockName, WaitQueue};
+use imbl::OrdMap;
 use serde::de::{Error, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// The table, by name.
-type Table = BTreeMap<LockName, Box<Lock>>;
+type Table = OrdMap<LockName, Box<Lock>>;
 
 /// A row as stored, borrowed for encoding.
 #[derive(Serialize)]
@@ -81,6 +81,7 @@ impl<'de> Visitor<'de> for TableVisitor {
 mod tests {
     use super::*;
     use crate::{LeaseId, Token};
+    use std::collections::BTreeMap;
 
     /// The row as it was when it kept its name.
     #[derive(Serialize)]
