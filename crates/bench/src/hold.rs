@@ -3,8 +3,8 @@
 //! `--clients` acquires in flight; the report gives the load rate and,
 //! with `--server-pid`, the server's resident memory before, right after
 //! the load, and settled 10 s later, so bytes per held lock (settled), the
-//! figure a capacity plan needs. Then the leases
-//! are revoked (one command frees each lease's locks) and that is timed too.
+//! figure a capacity plan needs. Then the leases are revoked (one command
+//! frees each lease's locks) and that is timed too.
 //!
 //! The leases live an hour ([`HOLD_LEASE_TTL`]), renewed by the library
 //! every 20 minutes: a million leases renewing at the timed workloads' ttl

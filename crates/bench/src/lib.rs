@@ -18,9 +18,9 @@
 //! This file owns the run itself ([`run`]) and what every workload shares:
 //! [`Worker`], the timing [`Window`], [`until`] and [`collect`]. The rest,
 //! one responsibility a file: `args` (the flags), `plan` (their
-//! validation), `setup` (untimed connect, grant, revoke), `uncontended` /
-//! `contended` / `keepalive` / `hold` / `storm` (the workloads) and `stats` (histograms and
-//! the report). `etcd` runs the same workloads against etcd, for
+//! validation), `setup` (untimed connect, grant, revoke), `uncontended`
+//! / `contended` / `keepalive` / `hold` / `storm` (the workloads) and
+//! `stats` (histograms and the report). `etcd` runs the same workloads against etcd, for
 //! comparison (`--target etcd`), with an etcd client of its own.
 
 mod args;
