@@ -25,6 +25,11 @@ pub enum Workload {
     /// clients acquire and release; reports the probes' latency before and
     /// through the storm and when the last lease was gone.
     Storm,
+    /// Many idle clients: `--clients` leases of ttl `--ttl`, each kept
+    /// alive by the library's keeper on its own stream (every ttl/3), over
+    /// `--connections`; reports the keepers' renewal round trips, failures,
+    /// leases lost and, with `--server-pid`, the server's RSS and CPU.
+    Sessions,
 }
 
 impl Workload {
@@ -35,6 +40,7 @@ impl Workload {
             Workload::Keepalive => "keepalive",
             Workload::Hold => "hold",
             Workload::Storm => "storm",
+            Workload::Sessions => "sessions",
         }
     }
 }
@@ -75,6 +81,10 @@ pub enum Target {
     /// An etcd v3 cluster, for comparison: uncontended cycles are etcd's
     /// `concurrency.Mutex` Lock + Unlock (see `bench/etcd`).
     Etcd,
+    /// A Redis server, for comparison: uncontended cycles are `SET NX PX`
+    /// and a compare-and-delete script, one connection per client (see
+    /// `bench/redis.rs`).
+    Redis,
 }
 
 /// Benchmark a running server.
@@ -92,7 +102,8 @@ pub struct BenchArgs {
     #[arg(long, value_enum)]
     pub workload: Workload,
     /// The server to load; with `etcd`, --endpoints lists etcd client URLs
-    /// (uncontended and keepalive only; --transport is ignored).
+    /// (uncontended and keepalive only; --transport is ignored); with
+    /// `redis`, --endpoints is one HOST:PORT (uncontended only).
     #[arg(long, value_enum, default_value_t = Target::Leasehold)]
     pub target: Target,
     /// Concurrent clients (one lease each).
@@ -121,7 +132,7 @@ pub struct BenchArgs {
     /// Locks each lease of the hold and storm workloads acquires and keeps.
     #[arg(long, value_name = "N")]
     pub locks: Option<u32>,
-    /// Lease ttl of the storm workload's leases, in seconds.
+    /// Lease ttl of the storm and sessions workloads' leases, in seconds.
     #[arg(long, value_name = "S", default_value_t = 10)]
     pub ttl: u64,
     /// The server's process id, on this machine: the report gives its

@@ -19,17 +19,25 @@
 //! [`Worker`], the timing [`Window`], [`until`] and [`collect`]. The rest,
 //! one responsibility a file: `args` (the flags), `plan` (their
 //! validation), `setup` (untimed connect, grant, revoke), `uncontended`
-//! / `contended` / `keepalive` / `hold` / `storm` (the workloads) and
-//! `stats` (histograms and the report). `etcd` runs the same workloads against etcd, for
-//! comparison (`--target etcd`), with an etcd client of its own.
+//! / `contended` / `keepalive` / `hold` / `storm` / `sessions` (the
+//! workloads; `renewal_tap` catches the library keepers' renewals for the
+//! last), `rss` (the server's memory and CPU) and `stats` (histograms and
+//! the report). `etcd` runs the same workloads against etcd
+//! (`--target etcd`, with an etcd client of its own) and `redis` the
+//! uncontended one against Redis (`--target redis`), for comparison;
+//! `compared` names the other service in their reports.
 
 mod args;
+mod compared;
 mod contended;
 mod etcd;
 mod hold;
 mod keepalive;
 mod plan;
+mod redis;
+mod renewal_tap;
 mod rss;
+mod sessions;
 mod setup;
 mod stats;
 mod storm;
@@ -96,8 +104,10 @@ pub async fn run(
     auth_token: Option<String>,
     print: Print,
 ) -> anyhow::Result<()> {
-    if args.target == Target::Etcd {
-        return etcd::run(&args, print).await;
+    match args.target {
+        Target::Etcd => return etcd::run(&args, print).await,
+        Target::Redis => return redis::run(&args, print).await,
+        Target::Leasehold => {}
     }
     let plan = Plan::new(&args).map_err(|e| BadFlags(format!("{e:#}")))?;
     let plan = Plan {
@@ -105,14 +115,20 @@ pub async fn run(
         auth_token,
         ..plan
     };
-    if let Some(pid) = plan.server_pid {
-        // A pid that names no process is the caller's mistake: say so now.
-        rss::resident_bytes(pid).map_err(|e| BadFlags(format!("{e:#}")))?;
-    }
+    // A pid that names no process is the caller's mistake: say so now. The
+    // reading is the server's memory before any client connected.
+    let rss_unconnected = plan
+        .server_pid
+        .map(|pid| rss::resident_bytes(pid).map_err(|e| BadFlags(format!("{e:#}"))))
+        .transpose()?;
     let clients = setup::connect(&plan).await?;
     match plan.workload {
         Workload::Hold => return hold::run(&plan, &clients, args.json, print).await,
         Workload::Storm => return storm::run(&plan, &clients, args.json, print).await,
+        Workload::Sessions => {
+            let rss = rss_unconnected;
+            return sessions::run(&plan, &clients, rss, args.json, print).await;
+        }
         Workload::Uncontended | Workload::Contended | Workload::Keepalive => {}
     }
     let rss_before = plan.server_pid.map(rss::resident_bytes).transpose()?;
@@ -193,7 +209,7 @@ async fn measure(plan: &Plan, workers: Vec<Worker>) -> anyhow::Result<Recorder> 
             .map(|w| tokio::spawn(keepalive::client(w, window, plan.inflight)))
             .collect(),
         // Not timed loops: `run` hands them to `hold` and `storm` before this.
-        Workload::Hold | Workload::Storm => Vec::new(),
+        Workload::Hold | Workload::Storm | Workload::Sessions => Vec::new(),
     };
     collect(tasks, plan.workload == Workload::Contended).await
 }

@@ -33,8 +33,8 @@ pub(super) struct Plan {
     pub(super) auth_token: Option<String>,
     /// The state the hold and storm workloads build (`None` for the others).
     pub(super) hold: Option<HoldShape>,
-    /// The storm workload's lease ttl (`--ttl`).
-    pub(super) storm_ttl: Duration,
+    /// The storm and sessions workloads' lease ttl (`--ttl`).
+    pub(super) ttl: Duration,
     /// The server process whose memory the report gives (`--server-pid`).
     pub(super) server_pid: Option<u32>,
 }
@@ -104,7 +104,7 @@ impl Plan {
         }
         let keys = match args.workload {
             Workload::Uncontended => args.clients,
-            Workload::Keepalive | Workload::Hold | Workload::Storm => 0,
+            Workload::Keepalive | Workload::Hold | Workload::Storm | Workload::Sessions => 0,
             Workload::Contended => {
                 let keys = args.keys.unwrap_or(1);
                 if keys > args.clients {
@@ -155,7 +155,7 @@ impl Plan {
             tls: TlsOptions::default(),
             auth_token: None,
             hold,
-            storm_ttl: Duration::from_secs(args.ttl),
+            ttl: Duration::from_secs(args.ttl),
             server_pid: args.server_pid,
         })
     }
@@ -364,7 +364,7 @@ mod tests {
             leases: 10,
             locks: 5,
         };
-        assert_eq!((p.hold, p.storm_ttl), (Some(shape), Duration::from_secs(3)));
+        assert_eq!((p.hold, p.ttl), (Some(shape), Duration::from_secs(3)));
         let err = storm(&["--leases", "1"]).unwrap_err().to_string();
         assert!(
             err.contains("the storm workload needs --leases M and --locks N"),

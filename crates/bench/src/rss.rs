@@ -1,8 +1,9 @@
-//! The server's resident memory (`--server-pid`), read from Linux's
-//! `/proc/PID/status` (`VmRSS`). Memory is one of the figures the bench
-//! reports, and only the kernel knows what the server process really holds
-//! (allocator slack and fragmentation included), so it is read from there
-//! rather than estimated from the state's size.
+//! The server's resident memory and CPU time (`--server-pid`), read from
+//! Linux's `/proc/PID/status` (`VmRSS`) and `/proc/PID/stat` (`utime`,
+//! `stime`). Memory and CPU are figures the bench reports, and only the
+//! kernel knows what the server process really holds (allocator slack and
+//! fragmentation included) and spends, so they are read from there rather
+//! than estimated.
 
 use anyhow::Context as _;
 
@@ -25,6 +26,29 @@ fn vm_rss(status: &str) -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// CPU time process `pid` has used so far (user + system, all threads).
+pub(super) fn cpu_seconds(pid: u32) -> anyhow::Result<f64> {
+    let path = format!("/proc/{pid}/stat");
+    let stat = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {path} for the CPU time of process {pid}"))?;
+    let ticks = cpu_ticks(&stat).with_context(|| format!("{path} has no utime/stime fields"))?;
+    // SAFETY: sysconf only reads a constant of the running system.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    anyhow::ensure!(per_second > 0, "sysconf(_SC_CLK_TCK) failed");
+    Ok(ticks as f64 / per_second as f64)
+}
+
+/// utime + stime (fields 14 and 15) of a `/proc/PID/stat` line, in clock
+/// ticks. The command name (field 2) may hold spaces and parentheses, so
+/// the fields are counted from its last `)`.
+fn cpu_ticks(stat: &str) -> Option<u64> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after_name.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
 /// `bytes` for people: MiB with one decimal.
 pub(super) fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
@@ -39,6 +63,14 @@ mod tests {
         let status = "Name:\tleasehold\nVmPeak:\t  900 kB\nVmRSS:\t  641024 kB\nThreads:\t4\n";
         assert_eq!(vm_rss(status), Some(641_024 * 1024));
         assert_eq!(vm_rss("Name:\tkthreadd\n"), None);
+    }
+
+    #[test]
+    fn reads_cpu_ticks_past_a_name_with_spaces() {
+        let stat = "42 (a) b) S 1 42 42 0 -1 4194560 100 0 0 0 250 30 0 0 20 0 4 0";
+        assert_eq!(cpu_ticks(stat), Some(280));
+        assert_eq!(cpu_ticks("42 (x) S 1"), None);
+        assert!(cpu_seconds(std::process::id()).expect("our own stat") >= 0.0);
     }
 
     #[test]

@@ -49,7 +49,7 @@ pub(super) async fn run(
     let shape = plan
         .hold
         .context("the storm workload needs --leases and --locks")?;
-    let ttl = plan.storm_ttl;
+    let ttl = plan.ttl;
     let rss = || plan.server_pid.map(rss::resident_bytes).transpose();
     let ids = grant_unrenewed(clients, shape.leases, ttl).await?;
     let leases = attach(clients, &ids).await?;

@@ -137,6 +137,9 @@ fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
     let json = wants_json(&matches);
+    if matches!(cli.command, Command::Serve(_) | Command::Bench(_)) {
+        leasehold_server::open_files::raise_to_hard_limit();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -60,8 +60,11 @@ pub const FORCE_CALLER_BYTES_MAX: usize = 256;
 pub const NEARBY_NAMES_MAX: usize = 3;
 /// Largest gRPC request message, in bytes.
 pub const REQUEST_BYTES_MAX: usize = 64 * 1024;
-/// Open client connections to one server.
-pub const CONNECTIONS_MAX: usize = 4_096;
+/// Open client connections to one server (fewer when the process's
+/// open-files limit leaves less room: the server bounds them below it, so
+/// a connection past the bound is refused cleanly instead of `accept`
+/// failing with `EMFILE`).
+pub const CONNECTIONS_MAX: usize = 16_384;
 /// Longest a TLS handshake may take, from accepting the connection; a
 /// client that is slower (or silent) is disconnected.
 pub const TLS_HANDSHAKE_MS_MAX: u64 = 10_000;

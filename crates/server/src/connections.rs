@@ -2,6 +2,12 @@
 //! accepted socket carries a permit; past the bound a new connection is
 //! closed at once (and counted), so a connection storm cannot exhaust the
 //! server's file descriptors or memory while existing clients keep working.
+//!
+//! The bound is also kept [`FDS_RESERVED`] below the process's open-files
+//! limit (`serve` raises its soft limit to the hard one first): otherwise
+//! `accept` would fail with `EMFILE` before the bound is reached, and the
+//! data directory's files, Raft peers and metrics scrapes would fail with
+//! it.
 
 use leasehold_core::limits;
 use std::io;
@@ -13,10 +19,16 @@ use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
+/// File descriptors kept out of the connection bound: the data directory's
+/// files, connections to Raft peers, metrics scrapes, the process's own.
+pub const FDS_RESERVED: usize = 256;
+
 /// Hands out one permit per open connection.
 #[derive(Clone)]
 pub struct ConnectionLimit {
     permits: Arc<Semaphore>,
+    /// The bound, for the refusal's log line.
+    max: usize,
 }
 
 impl ConnectionLimit {
@@ -24,12 +36,25 @@ impl ConnectionLimit {
     pub fn new(max: usize) -> ConnectionLimit {
         ConnectionLimit {
             permits: Arc::new(Semaphore::new(max)),
+            max,
         }
     }
 
-    /// The server's bound, [`limits::CONNECTIONS_MAX`].
+    /// The server's bound: [`limits::CONNECTIONS_MAX`], or less when the
+    /// open-files limit leaves less room (logged, with what to raise).
     pub fn server_default() -> ConnectionLimit {
-        ConnectionLimit::new(limits::CONNECTIONS_MAX)
+        let open_files = crate::open_files::soft_limit();
+        let max = bound(limits::CONNECTIONS_MAX, open_files);
+        if max < limits::CONNECTIONS_MAX {
+            tracing::warn!(
+                connections_max = max,
+                open_files_limit = open_files,
+                "client connections bounded below CONNECTIONS_MAX ({}) by the open-files \
+                 limit; raise it (ulimit -n, LimitNOFILE=) to admit more",
+                limits::CONNECTIONS_MAX
+            );
+        }
+        ConnectionLimit::new(max)
     }
 
     /// Admits `stream` (with TCP_NODELAY set), or `None` when the bound is
@@ -38,8 +63,8 @@ impl ConnectionLimit {
         let Ok(permit) = self.permits.clone().try_acquire_owned() else {
             metrics::counter!("leasehold_connections_refused_total").increment(1);
             tracing::warn!(
-                limit = limits::CONNECTIONS_MAX,
-                "connection refused: CONNECTIONS_MAX open connections"
+                limit = self.max,
+                "connection refused: the bound on open connections is reached"
             );
             return Ok(None);
         };
@@ -51,6 +76,16 @@ impl ConnectionLimit {
             _permit: permit,
         }))
     }
+}
+
+/// `max` connections, or fewer when `open_files` minus [`FDS_RESERVED`]
+/// is smaller (at least one).
+fn bound(max: usize, open_files: Option<u64>) -> usize {
+    let Some(open_files) = open_files else {
+        return max;
+    };
+    let room = usize::try_from(open_files).unwrap_or(usize::MAX);
+    max.min(room.saturating_sub(FDS_RESERVED).max(1))
 }
 
 /// An admitted connection; its permit returns when it closes.
@@ -128,6 +163,14 @@ impl AsyncWrite for LimitedStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bound_stays_below_the_open_files_limit() {
+        assert_eq!(bound(16_384, None), 16_384);
+        assert_eq!(bound(16_384, Some(1_048_576)), 16_384);
+        assert_eq!(bound(16_384, Some(1_024)), 1_024 - FDS_RESERVED);
+        assert_eq!(bound(16_384, Some(100)), 1, "always one");
+    }
 
     #[tokio::test]
     async fn refuses_past_the_bound_and_frees_the_slot_on_close() {

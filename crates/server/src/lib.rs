@@ -43,6 +43,7 @@ mod http;
 pub mod hub;
 pub mod identity;
 mod metrics;
+pub mod open_files;
 mod page;
 pub mod proposer;
 pub mod raft;

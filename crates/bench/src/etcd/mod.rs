@@ -22,17 +22,16 @@ mod rpc;
 mod setup;
 mod uncontended;
 
-use anyhow::bail;
-use serde::Serialize;
 use tokio::time::Instant;
 use tonic::transport::Channel;
 use tonic::{Code, Status};
 
 use super::args::{BenchArgs, Workload};
+use super::compared::{self, Compared};
 use super::plan::Plan;
 use super::setup::run_id;
 use super::stats::{Recorder, Report};
-use super::{collect, Window};
+use super::{collect, BadFlags, Window};
 use setup::{connect, grant_leases, pick_leader, renew_forever, revoke_leases, LEASE_TTL_S};
 
 /// One benchmark client: its lease, its share of a connection, and the
@@ -50,13 +49,15 @@ struct Client {
 
 /// Runs the benchmark against etcd and prints its report.
 pub(super) async fn run(args: &BenchArgs, print: crate::Print) -> anyhow::Result<()> {
-    if args.workload == Workload::Contended {
-        bail!(
+    if !matches!(args.workload, Workload::Uncontended | Workload::Keepalive) {
+        return Err(BadFlags(format!(
             "--target etcd runs the uncontended and keepalive workloads; \
-             contended is measured against Leasehold only"
-        );
+             {} is measured against Leasehold only",
+            args.workload.name()
+        ))
+        .into());
     }
-    let plan = Plan::new(args)?;
+    let plan = Plan::new(args).map_err(|e| BadFlags(format!("{e:#}")))?;
     let member = pick_leader(&plan.endpoints).await?;
     let channels = connect(&member.url, plan.connections).await?;
     let leases = grant_leases(&channels, plan.clients).await?;
@@ -86,7 +87,17 @@ pub(super) async fn run(args: &BenchArgs, print: crate::Print) -> anyhow::Result
         _ => "unary",
     };
     let report = Report::new(plan.run_info(member.url, transport), &total);
-    print_report(&report, &member.version, args.json, print);
+    let cycle = match report.workload {
+        "uncontended" => "a cycle is concurrency.Mutex Lock (one Txn) + Unlock (one DeleteRange)",
+        _ => "a cycle is one LeaseKeepAlive renewal",
+    };
+    let target = Compared {
+        target: "etcd",
+        version: &member.version,
+        setup: String::new(),
+        cycle,
+    };
+    compared::print(&report, &target, args.json, print);
     if revoke_failures > 0 {
         eprintln!(
             "warning: {revoke_failures} of {} benchmark leases could not be revoked; \
@@ -110,37 +121,6 @@ async fn measure(plan: &Plan, clients: Vec<Client>) -> anyhow::Result<Recorder> 
         })
         .collect();
     collect(tasks, false).await
-}
-
-/// The Leasehold report with the target named: a line under the title, or
-/// two leading fields in the JSON object.
-fn print_report(report: &Report, etcd_version: &str, json: bool, print: crate::Print) {
-    #[derive(Serialize)]
-    struct Targeted<'a> {
-        target: &'static str,
-        etcd_version: &'a str,
-        #[serde(flatten)]
-        report: &'a Report,
-    }
-    if json {
-        let targeted = Targeted {
-            target: "etcd",
-            etcd_version,
-            report,
-        };
-        let line = serde_json::to_string(&targeted).expect("a report always serializes");
-        print(format_args!("{line}\n"));
-        return;
-    }
-    let what = match report.workload {
-        "uncontended" => "a cycle is concurrency.Mutex Lock (one Txn) + Unlock (one DeleteRange)",
-        _ => "a cycle is one LeaseKeepAlive renewal",
-    };
-    let human = report.human();
-    let (title, rest) = human.split_once('\n').unwrap_or((&human, ""));
-    print(format_args!(
-        "{title}\n  target   etcd {etcd_version} ({what})\n{rest}"
-    ));
 }
 
 /// Records a failed call (if it falls in the measured window) and waits a
