@@ -30,6 +30,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .retain(|file| !INTERNAL_FILES.contains(&file.name()));
     let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(out_dir.join(PUBLIC_SET_FILE), public.encode_to_vec())?;
-    tonic_prost_build::configure().compile_fds(descriptors)?;
+    // Small per-call buffers: a session stream lives as long as its lease
+    // (see `codec.rs`).
+    tonic_prost_build::configure()
+        .codec_path("crate::codec::LeanCodec")
+        .compile_fds(descriptors)?;
     Ok(())
 }

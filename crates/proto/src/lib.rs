@@ -28,6 +28,7 @@ pub mod v1 {
     tonic::include_proto!("leasehold.v1");
 }
 
+pub mod codec;
 pub mod json;
 pub mod reason;
 pub mod status;

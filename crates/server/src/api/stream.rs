@@ -6,7 +6,17 @@
 //! When the client closes the stream, work in flight is finished and
 //! answered; when the client goes away, the work is dropped, which runs its
 //! guards (a queued acquire leaves its queue).
+//!
+//! **Why answers and work are boxed.** A stream lives as long as its
+//! lease, so what it holds while idle is multiplied by every lease kept:
+//! tokio's channel allocates its first block of 32 slots when created, and
+//! `FuturesUnordered` a stub slot as large as one piece of work. With
+//! answers and work inline that was about 14 KB per idle stream (a heap
+//! profile of 5,000 kept leases: 11.5 KB of channel block, 2.7 KB of stub);
+//! boxed, a slot is a pointer, at the price of one small allocation per
+//! answer.
 
+use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::future::Future;
 use std::pin::Pin;
@@ -20,14 +30,16 @@ pub const IN_FLIGHT_PER_STREAM_MAX: usize = 256;
 
 /// The response half of a served stream.
 pub struct AnswerStream<T> {
-    responses: mpsc::Receiver<Result<T, Status>>,
+    responses: mpsc::Receiver<Box<T>>,
 }
 
 impl<T> futures::Stream for AnswerStream<T> {
     type Item = Result<T, Status>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.responses.poll_recv(cx)
+        self.responses
+            .poll_recv(cx)
+            .map(|answer| answer.map(|answer| Ok(*answer)))
     }
 }
 
@@ -40,17 +52,17 @@ where
     Fut: Future<Output = Resp> + Send + 'static,
 {
     let (sender, responses) = mpsc::channel(IN_FLIGHT_PER_STREAM_MAX);
+    let answer = move |request| -> BoxFuture<'static, Resp> { Box::pin(answer(request)) };
     tokio::spawn(serve(requests, answer, sender));
     AnswerStream { responses }
 }
 
-async fn serve<Req, Resp, F, Fut>(
+async fn serve<Req, Resp, F>(
     mut requests: Streaming<Req>,
     answer: F,
-    sender: mpsc::Sender<Result<Resp, Status>>,
+    sender: mpsc::Sender<Box<Resp>>,
 ) where
-    F: Fn(Req) -> Fut,
-    Fut: Future<Output = Resp>,
+    F: Fn(Req) -> BoxFuture<'static, Resp>,
 {
     let mut in_flight = FuturesUnordered::new();
     let mut open = true;
@@ -63,7 +75,7 @@ async fn serve<Req, Resp, F, Fut>(
                 }
             }
             Some(response) = in_flight.next(), if !in_flight.is_empty() => {
-                if sender.send(Ok(response)).await.is_err() {
+                if sender.send(Box::new(response)).await.is_err() {
                     return;
                 }
             }
