@@ -6,22 +6,25 @@
 //! figure a capacity plan needs. Then the leases are revoked (one command
 //! frees each lease's locks) and that is timed too.
 //!
-//! The leases live an hour ([`HOLD_LEASE_TTL`]), renewed by the library
-//! every 20 minutes: a million leases renewing at the timed workloads' ttl
-//! of 60 s would be a keep-alive load of their own and blur the memory
-//! figure. A bench that is killed leaves its locks for that hour; the run
-//! prefix keeps them apart from anyone else's.
+//! The leases are granted with the library's `grant_lease` and live an
+//! hour ([`HOLD_LEASE_TTL`]) unrenewed, and the locks are acquired by lease
+//! id (`client.acquire`, unary): no keeper and no session stream per
+//! lease, so a million leases of one lock each cost the server their state
+//! and nothing else (what a kept lease's stream costs is the sessions
+//! workload's figure), and no renewal load blurs the memory figure. A bench
+//! that is killed leaves its locks for that hour; the run prefix keeps them
+//! apart from anyone else's.
 
 use std::time::Duration;
 
 use anyhow::Context as _;
 use futures::{StreamExt as _, TryStreamExt as _};
-use leasehold_client::{Client, Lease, LockGuard, LockName};
+use leasehold_client::{Client, LeaseId, LockName, LockOptions};
 use serde::Serialize;
 use tokio::time::Instant;
 
 use super::plan::Plan;
-use super::{reason, rss, setup, Print};
+use super::{reason, rss, Print};
 
 /// Lease ttl of the hold workload.
 const HOLD_LEASE_TTL: Duration = Duration::from_secs(3600);
@@ -30,6 +33,8 @@ const HOLD_LEASE_TTL: Duration = Duration::from_secs(3600);
 /// and its buffer, until it is stored), and the leases renew only every
 /// 20 minutes, so nothing else is going on.
 const SETTLE: Duration = Duration::from_secs(10);
+/// Grants and revokes in flight at once.
+const SETUP_CONCURRENCY: usize = 64;
 
 /// Builds the state, reports, and revokes.
 pub(super) async fn run(
@@ -44,20 +49,17 @@ pub(super) async fn run(
     let rss = || plan.server_pid.map(rss::resident_bytes).transpose();
     let rss_before = rss()?;
     let start = Instant::now();
-    let leases = setup::grant_leases(clients, shape.leases, HOLD_LEASE_TTL).await?;
+    let ids = grant_unrenewed(clients, shape.leases, HOLD_LEASE_TTL, "hold").await?;
     let granted = Instant::now();
-    let guards = acquire_all(&leases, shape.locks, plan.clients).await?;
+    acquire_all(clients, &ids, shape.locks, plan.clients).await?;
     let loaded = Instant::now();
     let rss_held = rss()?;
     if plan.server_pid.is_some() {
         tokio::time::sleep(SETTLE).await;
     }
     let rss_settled = rss()?;
-    let revoke_failures = setup::revoke_leases(leases).await;
+    let revoke_failures = revoke(clients, &ids).await;
     let revoked = Instant::now();
-    // Off the runtime, a dropped guard sends no release of its own: the
-    // revokes above already freed every lock, in one command per lease.
-    let _ = std::thread::spawn(move || drop(guards)).join();
     let report = HoldReport {
         workload: "hold",
         endpoint: clients[0].endpoint(),
@@ -66,7 +68,7 @@ pub(super) async fn run(
         locks_held: shape.total(),
         in_flight: plan.clients,
         connections: plan.connections,
-        transport: plan.transport.name(),
+        transport: "unary",
         grant_s: seconds(granted - start),
         acquire_s: seconds(loaded - granted),
         acquires_per_s: rate(shape.total(), loaded - granted),
@@ -84,24 +86,71 @@ pub(super) async fn run(
     super::print_report(&report, || report.human(), json, print)
 }
 
-/// Every lease acquires its `locks` locks, `in_flight` acquires at a time
-/// across all leases; the guards keep them.
-pub(super) async fn acquire_all(
-    leases: &[Lease],
-    locks: u32,
-    in_flight: u32,
-) -> anyhow::Result<Vec<LockGuard>> {
-    let pairs = (0..leases.len()).flat_map(|l| (0..locks).map(move |k| (l, k)));
-    futures::stream::iter(pairs)
-        .map(|(l, k)| async move {
-            let name = lock_name(l, k)?;
-            leases[l].lock(&name).acquire().await.map_err(|e| {
-                let context = format!("acquiring {name} failed ({})", reason(&e));
+/// Grants `count` leases of `ttl` that no renewer of this process owns
+/// (owners `leasehold-bench/<workload>/<i>`).
+pub(super) async fn grant_unrenewed(
+    clients: &[Client],
+    count: u32,
+    ttl: Duration,
+    workload: &str,
+) -> anyhow::Result<Vec<LeaseId>> {
+    futures::stream::iter(0..count)
+        .map(|i| async move {
+            let client = &clients[i as usize % clients.len()];
+            let owner = format!("leasehold-bench/{workload}/{i}");
+            let owner = leasehold_client::owner_info(Some(owner), vec![]);
+            let granted = client.grant_lease(ttl, owner).await;
+            granted.map(|g| g.lease).map_err(|e| {
+                let context = format!("granting {workload} lease {i} failed ({})", reason(&e));
                 anyhow::Error::new(e).context(context)
             })
         })
+        .buffered(SETUP_CONCURRENCY)
+        .try_collect()
+        .await
+}
+
+/// Every lease acquires its `locks` locks by id, `in_flight` acquires at a
+/// time across all leases; the locks stay held until the leases end.
+pub(super) async fn acquire_all(
+    clients: &[Client],
+    ids: &[LeaseId],
+    locks: u32,
+    in_flight: u32,
+) -> anyhow::Result<()> {
+    let options = LockOptions::default();
+    let pairs = (0..ids.len()).flat_map(|l| (0..locks).map(move |k| (l, k)));
+    futures::stream::iter(pairs)
+        .map(|(l, k)| {
+            let options = &options;
+            async move {
+                let name = lock_name(l, k)?;
+                let client = &clients[l % clients.len()];
+                match client.acquire(ids[l], &name, options).await {
+                    Ok(_) => Ok(()),
+                    Err(e) => {
+                        let context = format!("acquiring {name} failed ({})", reason(&e));
+                        Err(anyhow::Error::new(e).context(context))
+                    }
+                }
+            }
+        })
         .buffer_unordered(in_flight as usize)
         .try_collect()
+        .await
+}
+
+/// Revokes the leases (one command frees each one's locks); returns how
+/// many failed.
+async fn revoke(clients: &[Client], ids: &[LeaseId]) -> usize {
+    futures::stream::iter(ids.iter().enumerate())
+        .map(|(i, &id)| async move {
+            let client = &clients[i % clients.len()];
+            client.revoke_lease(id).await.is_ok()
+        })
+        .buffer_unordered(SETUP_CONCURRENCY)
+        .filter(|ok| std::future::ready(!ok))
+        .count()
         .await
 }
 

@@ -8,9 +8,10 @@
 //! max) and how long after the renewals stopped the last lease was gone.
 //!
 //! The leases are granted without a renewer of this process's (the
-//! library's `grant_lease`) and renewed by attached ones
-//! (`client.keep_alive(id)`), because an attached renewer stops without
-//! revoking when its handle goes: the server, not the bench, ends them.
+//! library's `grant_lease`, as the hold workload does) and renewed by
+//! attached ones (`client.keep_alive(id)`), because an attached renewer
+//! stops without revoking when its handle goes: the server, not the bench,
+//! ends them.
 
 use std::time::Duration;
 
@@ -51,10 +52,10 @@ pub(super) async fn run(
         .context("the storm workload needs --leases and --locks")?;
     let ttl = plan.ttl;
     let rss = || plan.server_pid.map(rss::resident_bytes).transpose();
-    let ids = grant_unrenewed(clients, shape.leases, ttl).await?;
+    let ids = hold::grant_unrenewed(clients, shape.leases, ttl, "storm").await?;
     let leases = attach(clients, &ids).await?;
     let load_start = Instant::now();
-    let guards = hold::acquire_all(&leases, shape.locks, plan.clients).await?;
+    hold::acquire_all(clients, &ids, shape.locks, plan.clients).await?;
     let loaded = Instant::now();
     let rss_held = rss()?;
 
@@ -65,9 +66,8 @@ pub(super) async fn run(
         .collect();
     tokio::time::sleep(BASELINE).await;
     let renewals_stopped = Instant::now();
-    // Off the runtime, dropped guards send no release and dropped attached
-    // leases revoke nothing: their renewers just stop.
-    let _ = std::thread::spawn(move || drop((guards, leases))).join();
+    // Dropped attached leases revoke nothing: their renewers just stop.
+    drop(leases);
     let give_up = renewals_stopped + ttl + GIVE_UP_AFTER_TTL_PLUS;
     let gone = wait_gone(&clients[0], ids.len(), give_up).await?;
     let last_gone = Instant::now();
@@ -99,28 +99,6 @@ pub(super) async fn run(
         storm: Phase::of(&cycles, renewals_stopped, last_gone + AFTERMATH),
     };
     super::print_report(&report, || report.human(), json, print)
-}
-
-/// Grants `count` leases of `ttl` that no renewer of this process owns.
-async fn grant_unrenewed(
-    clients: &[Client],
-    count: u32,
-    ttl: Duration,
-) -> anyhow::Result<Vec<LeaseId>> {
-    futures::stream::iter(0..count)
-        .map(|i| async move {
-            let client = &clients[i as usize % clients.len()];
-            let owner =
-                leasehold_client::owner_info(Some(format!("leasehold-bench/storm/{i}")), vec![]);
-            let granted = client.grant_lease(ttl, owner).await;
-            granted.map(|g| g.lease).map_err(|e| {
-                let context = format!("granting storm lease {i} failed ({})", reason(&e));
-                anyhow::Error::new(e).context(context)
-            })
-        })
-        .buffered(SETUP_CONCURRENCY)
-        .try_collect()
-        .await
 }
 
 /// Attaches a renewer to each lease: renewed while the handles live,
