@@ -24,6 +24,7 @@ use serde::Serialize;
 use tokio::time::Instant;
 
 use super::plan::Plan;
+use super::stats::{per_second, seconds};
 use super::{reason, rss, Print};
 
 /// Lease ttl of the hold workload.
@@ -71,7 +72,7 @@ pub(super) async fn run(
         transport: "unary",
         grant_s: seconds(granted - start),
         acquire_s: seconds(loaded - granted),
-        acquires_per_s: rate(shape.total(), loaded - granted),
+        acquires_per_s: per_second(shape.total(), (loaded - granted).as_secs_f64()),
         revoke_s: seconds(revoked - loaded),
         revoke_failures,
         server_rss_before_bytes: rss_before,
@@ -160,15 +161,6 @@ pub(super) fn lock_name(l: usize, k: u32) -> anyhow::Result<LockName> {
     LockName::parse(&raw).with_context(|| format!("{raw} is not a valid lock name"))
 }
 
-fn seconds(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1000.0).round() / 1000.0
-}
-
-pub(super) fn rate(count: u64, d: Duration) -> f64 {
-    let per_s = count as f64 / d.as_secs_f64().max(1e-9);
-    (per_s * 10.0).round() / 10.0
-}
-
 /// What the hold workload measured. Serialized as the `--json` object.
 #[derive(Clone, Debug, Serialize)]
 struct HoldReport {
@@ -254,11 +246,5 @@ mod tests {
         let a = lock_name(3, 7).unwrap();
         assert!(a.as_str().ends_with("h/3/7"), "{a}");
         assert_ne!(lock_name(3, 7).unwrap(), lock_name(37, 0).unwrap());
-    }
-
-    #[test]
-    fn rates_and_seconds_are_rounded() {
-        assert_eq!(rate(1000, Duration::from_millis(400)), 2500.0);
-        assert_eq!(seconds(Duration::from_micros(1_234_567)), 1.235);
     }
 }

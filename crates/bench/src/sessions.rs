@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 use super::plan::Plan;
 use super::renewal_tap::RenewalTap;
-use super::stats::Percentiles;
+use super::stats::{per_second, round_to, Percentiles};
 use super::{rss, setup, Print};
 
 /// The library's default renewal interval, as a fraction of the ttl.
@@ -59,7 +59,7 @@ pub(super) async fn run(
     let revoke_failures = setup::revoke_leases(leases).await;
 
     let renewals = Percentiles::of(&taken.latency);
-    let cpu_share = |spent: f64| round(spent / elapsed_s * 100.0, 1);
+    let cpu_share = |spent: f64| round_to(spent / elapsed_s * 100.0, 1);
     let report = SessionsReport {
         workload: "sessions",
         endpoint: clients[0].endpoint(),
@@ -67,11 +67,11 @@ pub(super) async fn run(
         connections: plan.connections,
         ttl_ms: plan.ttl.as_millis() as u64,
         interval_ms: (plan.ttl / INTERVALS_PER_TTL).as_millis() as u64,
-        grant_s: round(grant_s, 3),
+        grant_s: round_to(grant_s, 3),
         seconds: plan.seconds,
-        elapsed_s: round(elapsed_s, 3),
+        elapsed_s: round_to(elapsed_s, 3),
         renewals: renewals.count,
-        renewals_per_s: round(renewals.count as f64 / elapsed_s, 1),
+        renewals_per_s: per_second(renewals.count, elapsed_s),
         renewal_p50_us: renewals.p50_us,
         renewal_p99_us: renewals.p99_us,
         renewal_max_us: renewals.max_us,
@@ -99,11 +99,6 @@ fn on_server<T>(pid: Option<u32>, read: fn(u32) -> anyhow::Result<T>) -> anyhow:
 /// Leases whose ownership is gone by now.
 fn lost(leases: &[Lease]) -> usize {
     leases.iter().filter(|l| l.check().is_err()).count()
-}
-
-fn round(x: f64, decimals: i32) -> f64 {
-    let scale = 10f64.powi(decimals);
-    (x * scale).round() / scale
 }
 
 /// What the sessions workload measured. Serialized as the `--json` object.
@@ -202,16 +197,5 @@ impl SessionsReport {
         }
         let _ = writeln!(s, "  bench    CPU {}% of one core", self.bench_cpu_pct);
         s
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rounds_to_the_decimals_asked() {
-        assert_eq!(round(12.3456, 1), 12.3);
-        assert_eq!(round(0.12349, 3), 0.123);
     }
 }

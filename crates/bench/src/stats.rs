@@ -92,9 +92,29 @@ pub struct Percentiles {
     pub max_us: f64,
 }
 
+/// `x` rounded to `decimals` places: every figure a report prints.
+pub(crate) fn round_to(x: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (x * scale).round() / scale
+}
+
+/// A duration in seconds, to the millisecond.
+pub(crate) fn seconds(d: Duration) -> f64 {
+    round_to(d.as_secs_f64(), 3)
+}
+
+/// `count` per second over `elapsed_s`, to one decimal (0 over no time).
+pub(crate) fn per_second(count: u64, elapsed_s: f64) -> f64 {
+    if elapsed_s > 0.0 {
+        round_to(count as f64 / elapsed_s, 1)
+    } else {
+        0.0
+    }
+}
+
 fn us(ns: u64) -> f64 {
     // One decimal: the histogram is exact to 0.1% anyway.
-    (ns as f64 / 100.0).round() / 10.0
+    round_to(ns as f64 / 1000.0, 1)
 }
 
 impl Percentiles {
@@ -112,7 +132,7 @@ impl Percentiles {
         }
         Percentiles {
             count: h.len(),
-            mean_us: (h.mean() / 100.0).round() / 10.0,
+            mean_us: round_to(h.mean() / 1000.0, 1),
             p50_us: us(h.value_at_quantile(0.50)),
             p90_us: us(h.value_at_quantile(0.90)),
             p99_us: us(h.value_at_quantile(0.99)),
@@ -188,11 +208,7 @@ impl Report {
     pub fn new(info: RunInfo, rec: &Recorder) -> Self {
         let lat = Percentiles::of(&rec.latency);
         let hand = rec.handoff.as_ref().map(Percentiles::of);
-        let cycles_per_s = if info.elapsed_s > 0.0 {
-            (lat.count as f64 / info.elapsed_s * 10.0).round() / 10.0
-        } else {
-            0.0
-        };
+        let cycles_per_s = per_second(lat.count, info.elapsed_s);
         Report {
             workload: info.workload,
             endpoint: info.endpoint,
@@ -203,7 +219,7 @@ impl Report {
             connections: info.connections,
             transport: info.transport,
             inflight: info.inflight,
-            elapsed_s: (info.elapsed_s * 1000.0).round() / 1000.0,
+            elapsed_s: round_to(info.elapsed_s, 3),
             cycles: lat.count,
             cycles_per_s,
             mean_us: lat.mean_us,
@@ -297,6 +313,16 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn figures_are_rounded_to_their_places() {
+        assert_eq!(round_to(12.3456, 1), 12.3);
+        assert_eq!(round_to(0.12349, 3), 0.123);
+        assert_eq!(seconds(Duration::from_micros(1_234_567)), 1.235);
+        assert_eq!(per_second(1000, 0.4), 2500.0);
+        assert_eq!(per_second(1000, 0.0), 0.0);
+        assert_eq!(us(1_234_567), 1234.6);
+    }
 
     fn info(workload: &'static str) -> RunInfo {
         RunInfo {

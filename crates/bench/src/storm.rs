@@ -23,6 +23,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::plan::Plan;
+use super::stats::per_second;
 use super::{hold, reason, rss, setup, Print};
 
 /// Probe clients, each cycling acquire + release on its own lock.
@@ -87,7 +88,7 @@ pub(super) async fn run(
         locks_per_lease: shape.locks,
         locks_held: shape.total(),
         ttl_ms: ttl.as_millis() as u64,
-        acquires_per_s: hold::rate(shape.total(), loaded - load_start),
+        acquires_per_s: per_second(shape.total(), (loaded - load_start).as_secs_f64()),
         server_rss_held_bytes: rss_held,
         server_rss_after_bytes: rss()?,
         leases_left: ids.len() - gone,

@@ -4,7 +4,7 @@
 
 use crate::auth::{AuditEntry, AuthChange, Principal};
 use crate::limits::{self, Limit};
-use crate::{FencedKey, LeaseId, LockError, LockName, RequestId, Token};
+use crate::{FencedKey, LeaseId, LockError, LockName, Metadata, RequestId, Token};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -21,8 +21,9 @@ pub struct OwnerInfo {
     /// Process start time, Unix ms (0 if unknown); with `pid` it identifies
     /// the process even after pid reuse.
     pub process_start_unix_ms: u64,
-    /// Free-form labels.
-    pub labels: BTreeMap<String, String>,
+    /// Free-form labels (out of line, as a holder's metadata: most owners
+    /// have none, and every lease row keeps its owner).
+    pub labels: Metadata,
 }
 
 impl OwnerInfo {

@@ -1,5 +1,5 @@
 //! A holder's or waiter's metadata (free-form key/value pairs given at
-//! acquire), stored out of line.
+//! acquire), and an owner's labels, stored out of line.
 //!
 //! Why: most acquires carry none, and an empty `BTreeMap` still takes 24
 //! bytes in every row of the lock table; this takes 8 and allocates only
@@ -21,6 +21,12 @@ pub struct Metadata(Option<Box<BTreeMap<String, String>>>);
 impl From<BTreeMap<String, String>> for Metadata {
     fn from(pairs: BTreeMap<String, String>) -> Metadata {
         Metadata((!pairs.is_empty()).then(|| Box::new(pairs)))
+    }
+}
+
+impl FromIterator<(String, String)> for Metadata {
+    fn from_iter<I: IntoIterator<Item = (String, String)>>(pairs: I) -> Metadata {
+        Metadata::from(pairs.into_iter().collect::<BTreeMap<_, _>>())
     }
 }
 

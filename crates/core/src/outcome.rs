@@ -127,6 +127,9 @@ pub enum Effect {
         name: LockName,
         lease: LeaseId,
         token: Token,
+        /// The grant's proposal wall time (display only), so a node can
+        /// tell how long the hold lasted.
+        acquired_unix_ms: u64,
         /// How it was freed: `Released` for a force release of one lock,
         /// `LeaseRevoked` for each lock of a force-revoked lease.
         cause: FreeCause,

@@ -248,7 +248,7 @@ impl State {
     /// The outcome a lease remembers for `request_id`, if any.
     fn remembered(&self, lease: LeaseId, request_id: &Option<RequestId>) -> Option<Outcome> {
         let id = request_id.as_ref()?;
-        self.leases.get(&lease)?.dedup.get(id).cloned()
+        self.leases.get(&lease)?.dedup.get(id)
     }
 
     /// Records `outcome` under `request_id` in the lease's dedup memory (if

@@ -135,6 +135,7 @@ impl ApplyHub {
             name,
             lease,
             token,
+            acquired_unix_ms,
             cause,
             forced,
             owner,
@@ -149,7 +150,7 @@ impl ApplyHub {
             token: *token,
             cause: *cause,
             forced: forced.as_ref(),
-            held_for: self.sinks.holders.freed(*token),
+            held_for: self.sinks.holders.held_for(*token, *acquired_unix_ms),
         };
         let by_lease_end = matches!(cause, FreeCause::LeaseExpired | FreeCause::LeaseRevoked);
         let line = !by_lease_end || self.lease_end_lines.freed(*lease);
@@ -264,7 +265,7 @@ impl ApplyListener for ApplyHub {
     }
 
     fn reset(&self, state: &State) {
-        self.sinks.holders.reset(state);
+        self.sinks.holders.reset();
         self.sinks.ended.clear();
         self.sinks.timers.rebuild(state);
     }
@@ -297,6 +298,8 @@ mod tests {
         let sinks = Sinks::new(clock.clone(), Duration::ZERO);
         let hub = ApplyHub::new(sinks.clone());
         let (name, lease, owner) = (LockName::parse("jobs/a").unwrap(), LeaseId(1), "alice");
+        // Grants are dated from their proposal's wall time: now.
+        let now_unix_ms = crate::clock::wall_unix_ms();
         let granted = |token| Effect::LockGranted {
             name: name.clone(),
             lease,
@@ -309,19 +312,18 @@ mod tests {
             name: name.clone(),
             lease,
             token: Token(token),
+            acquired_unix_ms: now_unix_ms,
             cause: FreeCause::Released,
             forced,
             owner: owner.into(),
         };
         let empty = State::default();
-        // Grants are dated from their proposal's wall time: now.
-        let now_unix_ms = crate::clock::wall_unix_ms();
         hub.applied(&empty, 1, now_unix_ms, &[applied(2, vec![granted(2)])]);
         clock.advance(Duration::from_millis(300));
-        assert_eq!(
-            sinks.holders.held_for(Token(2)),
-            Some(Duration::from_millis(300))
-        );
+        let held = sinks.holders.held_for(Token(2), now_unix_ms);
+        let held = held.expect("the grant was dated");
+        assert!(held >= Duration::from_millis(300), "{held:?}");
+        assert!(held < Duration::from_millis(400), "{held:?}");
         hub.applied(&empty, 2, 8, &[applied(3, vec![freed(2, None)])]);
         hub.applied(&empty, 3, now_unix_ms, &[applied(4, vec![granted(4)])]);
         let by = ForcedBy {
@@ -351,6 +353,5 @@ mod tests {
             .summary("jobs/a")
             .expect("the release was filed");
         assert_eq!(filed.holds, 1, "the forced free is not a hold time");
-        assert_eq!(sinks.holders.held_for(Token(4)), None);
     }
 }

@@ -19,15 +19,16 @@ fn check_identifier(field: &str, raw: &str, limit: Limit) -> Result<(), LockErro
 }
 
 /// A caller identity: 1..=[`limits::PRINCIPAL_BYTES_MAX`] bytes, no
-/// whitespace or control characters.
+/// whitespace or control characters. Boxed text, as every lease row keeps
+/// one: 16 bytes of the row instead of a `String`'s 24.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Principal(String);
+pub struct Principal(Box<str>);
 
 impl Principal {
     /// Validates `raw` as a principal.
     pub fn parse(raw: &str) -> Result<Principal, LockError> {
         check_identifier("principal", raw, Limit::PrincipalBytesMax)?;
-        Ok(Principal(raw.to_owned()))
+        Ok(Principal(raw.into()))
     }
 
     /// The principal as text.

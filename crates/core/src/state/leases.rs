@@ -212,6 +212,7 @@ impl State {
             name: name.clone(),
             lease,
             token: holder.token,
+            acquired_unix_ms: holder.acquired_unix_ms,
             cause,
             forced: None,
             owner: owner.to_owned(),

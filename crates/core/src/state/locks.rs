@@ -349,6 +349,7 @@ impl State {
             name: name.clone(),
             lease: holder.lease,
             token: holder.token,
+            acquired_unix_ms: holder.acquired_unix_ms,
             cause,
             forced: None,
             owner: row.owner.owner.clone(),

@@ -65,6 +65,7 @@ fn the_right_token_frees_the_lock_and_the_waiter_gets_a_higher_token() {
                 name: name("db"),
                 lease: a,
                 token,
+                acquired_unix_ms: 2,
                 cause: FreeCause::Released,
                 forced: Some(ForcedBy {
                     caller: "ops@bastion".into(),

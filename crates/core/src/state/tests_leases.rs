@@ -239,6 +239,7 @@ fn revoke_releases_holds_hands_over_and_leaves_queues() {
                 name: name("x"),
                 lease: a,
                 token: held,
+                acquired_unix_ms: 2,
                 cause: FreeCause::LeaseRevoked,
                 forced: None,
                 owner: String::new(),

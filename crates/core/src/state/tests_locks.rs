@@ -76,6 +76,7 @@ fn held_lock_is_busy_or_queues_fifo() {
                 name: name("x"),
                 lease: a,
                 token,
+                acquired_unix_ms: 2,
                 cause: FreeCause::Released,
                 forced: None,
                 owner: String::new(),

@@ -186,6 +186,7 @@ fn end_hold_frees_only_the_named_holder() {
             name: name("x"),
             lease: a,
             token,
+            acquired_unix_ms: 0,
             cause: FreeCause::MaxHoldExceeded,
             forced: None,
             owner: String::new(),

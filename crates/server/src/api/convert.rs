@@ -104,7 +104,7 @@ pub fn lock_to_wire(node: &Node, state: &State, lock: LockView<'_>) -> pb::LockI
         held_ms: node
             .sinks
             .holders
-            .held_for(holder.token)
+            .held_for(holder.token, holder.acquired_unix_ms)
             .map_or(0, |held| held.as_millis() as u64),
         lock_delay_ms: holder.lock_delay_ms,
         metadata: holder

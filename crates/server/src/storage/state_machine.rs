@@ -195,7 +195,9 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         meta: &Meta,
         snapshot: Box<Cursor<Vec<u8>>>,
     ) -> Result<(), StorageError<u64>> {
+        let started = std::time::Instant::now();
         let data = snapshot.into_inner();
+        let bytes = data.len();
         let installed = decode(meta, &data)
             .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), &e))?;
         let db = self.db.clone();
@@ -208,6 +210,12 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             *applied = installed;
             self.listener.reset(&applied.state);
         });
+        tracing::info!(
+            index = meta.last_log_id.map_or(0, |id| id.index),
+            bytes,
+            total_ms = started.elapsed().as_millis() as u64,
+            "snapshot installed from the leader"
+        );
         Ok(())
     }
 
