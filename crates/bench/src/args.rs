@@ -25,6 +25,13 @@ pub enum Workload {
     /// clients acquire and release; reports the probes' latency before and
     /// through the storm and when the last lease was gone.
     Storm,
+    /// A mass wait timeout: one lease holds `--locks` locks, `--leases`
+    /// other leases each queue on every one of them with a wait ending at
+    /// one deadline (`--wait` after the first is sent), while probe clients
+    /// acquire and release; reports the probes' latency before and through
+    /// the timeouts and how late each waiter heard. Needs `--connections`
+    /// enough to carry every waiting call (1,024 each).
+    Waiters,
     /// Many idle clients: `--clients` leases of ttl `--ttl`, each kept
     /// alive by the library's keeper on its own stream (every ttl/3), over
     /// `--connections`; reports the keepers' renewal round trips, failures,
@@ -41,6 +48,7 @@ impl Workload {
             Workload::Hold => "hold",
             Workload::Storm => "storm",
             Workload::Sessions => "sessions",
+            Workload::Waiters => "waiters",
         }
     }
 }
@@ -126,12 +134,18 @@ pub struct BenchArgs {
     /// one `Lock.Session` stream per client (the client library's default).
     #[arg(long, value_enum, default_value_t = Transport::Session)]
     pub transport: Transport,
-    /// Leases the hold and storm workloads grant (each holds `--locks` locks).
+    /// Leases the hold and storm workloads grant (each holds `--locks`
+    /// locks); the waiters workload's waiting leases.
     #[arg(long, value_name = "M")]
     pub leases: Option<u32>,
-    /// Locks each lease of the hold and storm workloads acquires and keeps.
+    /// Locks each lease of the hold and storm workloads acquires and keeps;
+    /// the waiters workload's held locks, each queued on by every lease.
     #[arg(long, value_name = "N")]
     pub locks: Option<u32>,
+    /// The waiters workload: seconds from the first waiter sent to the
+    /// deadline every wait ends at (long enough to queue them all).
+    #[arg(long, value_name = "S", default_value_t = 30)]
+    pub wait: u64,
     /// Lease ttl of the storm and sessions workloads' leases, in seconds.
     #[arg(long, value_name = "S", default_value_t = 10)]
     pub ttl: u64,

@@ -28,7 +28,7 @@ use super::stats::{per_second, seconds};
 use super::{reason, rss, Print};
 
 /// Lease ttl of the hold workload.
-const HOLD_LEASE_TTL: Duration = Duration::from_secs(3600);
+pub(super) const HOLD_LEASE_TTL: Duration = Duration::from_secs(3600);
 /// How long after the load the settled RSS is read: a snapshot the load
 /// triggered is built by then (its copy keeps the tables' replaced nodes,
 /// and its buffer, until it is stored), and the leases renew only every
@@ -143,7 +143,7 @@ pub(super) async fn acquire_all(
 
 /// Revokes the leases (one command frees each one's locks); returns how
 /// many failed.
-async fn revoke(clients: &[Client], ids: &[LeaseId]) -> usize {
+pub(super) async fn revoke(clients: &[Client], ids: &[LeaseId]) -> usize {
     futures::stream::iter(ids.iter().enumerate())
         .map(|(i, &id)| async move {
             let client = &clients[i % clients.len()];

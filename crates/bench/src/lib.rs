@@ -34,6 +34,7 @@ mod etcd;
 mod hold;
 mod keepalive;
 mod plan;
+mod probe;
 mod redis;
 mod renewal_tap;
 mod rss;
@@ -42,6 +43,7 @@ mod setup;
 mod stats;
 mod storm;
 mod uncontended;
+mod waiters;
 
 pub use args::{BenchArgs, Target, Transport, Workload};
 
@@ -125,6 +127,7 @@ pub async fn run(
     match plan.workload {
         Workload::Hold => return hold::run(&plan, &clients, args.json, print).await,
         Workload::Storm => return storm::run(&plan, &clients, args.json, print).await,
+        Workload::Waiters => return waiters::run(&plan, &clients, args.json, print).await,
         Workload::Sessions => {
             let rss = rss_unconnected;
             return sessions::run(&plan, &clients, rss, args.json, print).await;
@@ -208,8 +211,8 @@ async fn measure(plan: &Plan, workers: Vec<Worker>) -> anyhow::Result<Recorder> 
             .into_iter()
             .map(|w| tokio::spawn(keepalive::client(w, window, plan.inflight)))
             .collect(),
-        // Not timed loops: `run` hands them to `hold` and `storm` before this.
-        Workload::Hold | Workload::Storm | Workload::Sessions => Vec::new(),
+        // Not timed loops: `run` hands them to their own modules before this.
+        Workload::Hold | Workload::Storm | Workload::Sessions | Workload::Waiters => Vec::new(),
     };
     collect(tasks, plan.workload == Workload::Contended).await
 }

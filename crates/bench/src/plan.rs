@@ -35,6 +35,8 @@ pub(super) struct Plan {
     pub(super) hold: Option<HoldShape>,
     /// The storm and sessions workloads' lease ttl (`--ttl`).
     pub(super) ttl: Duration,
+    /// The waiters workload's time to the shared deadline (`--wait`).
+    pub(super) wait: Duration,
     /// The server process whose memory the report gives (`--server-pid`).
     pub(super) server_pid: Option<u32>,
 }
@@ -50,7 +52,10 @@ impl HoldShape {
     /// The flags' shape, checked against the server's limits; `None` for
     /// the workloads that build no state (which ignore both flags).
     fn new(args: &BenchArgs) -> anyhow::Result<Option<HoldShape>> {
-        if !matches!(args.workload, Workload::Hold | Workload::Storm) {
+        if !matches!(
+            args.workload,
+            Workload::Hold | Workload::Storm | Workload::Waiters
+        ) {
             return Ok(None);
         }
         let (Some(leases), Some(locks)) = (args.leases, args.locks) else {
@@ -102,30 +107,7 @@ impl Plan {
                 args.ttl
             );
         }
-        let keys = match args.workload {
-            Workload::Uncontended => args.clients,
-            Workload::Keepalive | Workload::Hold | Workload::Storm | Workload::Sessions => 0,
-            Workload::Contended => {
-                let keys = args.keys.unwrap_or(1);
-                if keys > args.clients {
-                    bail!(
-                        "--keys ({keys}) exceeds --clients ({}): every lock needs a client; \
-                         use at most as many keys as clients",
-                        args.clients
-                    );
-                }
-                let per_key = u64::from(args.clients).div_ceil(u64::from(keys));
-                let max = leasehold_core::limits::WAITERS_PER_LOCK_MAX as u64 + 1;
-                if per_key > max {
-                    bail!(
-                        "{} clients on {keys} key(s) queue {per_key} per lock; the server allows \
-                         {max} (one holder + WAITERS_PER_LOCK_MAX waiters): raise --keys",
-                        args.clients
-                    );
-                }
-                keys
-            }
-        };
+        let keys = keys_for(args)?;
         let connections = match args.connections {
             None => args.clients.min(DEFAULT_CONNECTIONS_MAX),
             Some(0) => bail!("--connections must be at least 1 (got 0)"),
@@ -135,6 +117,7 @@ impl Plan {
             ),
             Some(n) => n,
         };
+        let wait = waiters_wait(args, hold, connections)?;
         if args.inflight == 0 {
             bail!("--inflight must be at least 1 (got 0)");
         }
@@ -156,9 +139,88 @@ impl Plan {
             auth_token: None,
             hold,
             ttl: Duration::from_secs(args.ttl),
+            wait,
             server_pid: args.server_pid,
         })
     }
+}
+
+/// The locks the clients use: one each (uncontended), `--keys` shared
+/// ones (contended, at most one holder and `WAITERS_PER_LOCK_MAX` waiters
+/// each), none for the workloads that name their own.
+fn keys_for(args: &BenchArgs) -> anyhow::Result<u32> {
+    Ok(match args.workload {
+        Workload::Uncontended => args.clients,
+        Workload::Keepalive
+        | Workload::Hold
+        | Workload::Storm
+        | Workload::Sessions
+        | Workload::Waiters => 0,
+        Workload::Contended => {
+            let keys = args.keys.unwrap_or(1);
+            if keys > args.clients {
+                bail!(
+                    "--keys ({keys}) exceeds --clients ({}): every lock needs a client; \
+                     use at most as many keys as clients",
+                    args.clients
+                );
+            }
+            let per_key = u64::from(args.clients).div_ceil(u64::from(keys));
+            let max = leasehold_core::limits::WAITERS_PER_LOCK_MAX as u64 + 1;
+            if per_key > max {
+                bail!(
+                    "{} clients on {keys} key(s) queue {per_key} per lock; the server allows \
+                     {max} (one holder + WAITERS_PER_LOCK_MAX waiters): raise --keys",
+                    args.clients
+                );
+            }
+            keys
+        }
+    })
+}
+
+/// The waiters workload's `--wait`, checked with its shape: every lease
+/// queues once on each lock (at most `WAITERS_PER_LOCK_MAX` a lock), and
+/// every waiting call holds a stream open (at most
+/// `STREAMS_PER_CONNECTION_MAX` a connection). Other workloads: zero.
+fn waiters_wait(
+    args: &BenchArgs,
+    shape: Option<HoldShape>,
+    connections: u32,
+) -> anyhow::Result<Duration> {
+    use leasehold_core::limits::{STREAMS_PER_CONNECTION_MAX, WAITERS_PER_LOCK_MAX, WAIT_MS_MAX};
+    let Some(shape) = shape.filter(|_| args.workload == Workload::Waiters) else {
+        return Ok(Duration::ZERO);
+    };
+    if shape.leases as usize > WAITERS_PER_LOCK_MAX {
+        bail!(
+            "--leases {} would queue {} waiters on each lock; the server allows \
+             {WAITERS_PER_LOCK_MAX} (WAITERS_PER_LOCK_MAX): use fewer leases and more --locks",
+            shape.leases,
+            shape.leases
+        );
+    }
+    let streams = u64::from(connections) * u64::from(STREAMS_PER_CONNECTION_MAX);
+    if shape.total() > streams {
+        let needed = shape
+            .total()
+            .div_ceil(u64::from(STREAMS_PER_CONNECTION_MAX));
+        bail!(
+            "{} waiters need {needed} connections (each carries at most \
+             {STREAMS_PER_CONNECTION_MAX} waiting calls, STREAMS_PER_CONNECTION_MAX): \
+             pass --connections {needed} (and --clients at least that)",
+            shape.total()
+        );
+    }
+    let wait_s_range = 1..=WAIT_MS_MAX / 1000;
+    if !wait_s_range.contains(&args.wait) {
+        bail!(
+            "--wait must be 1..={} seconds, the server's WAIT_MS_MAX (got {})",
+            wait_s_range.end(),
+            args.wait
+        );
+    }
+    Ok(Duration::from_secs(args.wait))
 }
 
 /// `--endpoints` as URLs: comma-separated, blanks dropped, `http://`
@@ -197,218 +259,5 @@ impl Plan {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::args::parse;
-    use super::*;
-
-    fn plan(args: &[&str]) -> anyhow::Result<Plan> {
-        Plan::new(&parse(args).expect("parses"))
-    }
-    #[test]
-    fn defaults() {
-        let p = plan(&["--workload", "contended", "--clients", "16"]).unwrap();
-        assert_eq!(p.keys, 1);
-        assert_eq!(p.seconds, 10);
-        assert_eq!(p.connections, 4);
-        assert_eq!(p.inflight, 1);
-        let p = plan(&["--workload", "keepalive", "--clients", "2"]).unwrap();
-        assert_eq!(p.connections, 2);
-        assert_eq!(p.inflight, 4);
-        let p = plan(&["--workload", "uncontended", "--clients", "8", "--keys", "3"]).unwrap();
-        assert_eq!(p.keys, 8, "uncontended: one key per client");
-    }
-
-    #[test]
-    fn endpoints_are_normalized() {
-        let p = plan(&[
-            "--workload",
-            "uncontended",
-            "--clients",
-            "1",
-            "--endpoints",
-            "127.0.0.1:1, http://h:2,",
-        ])
-        .unwrap();
-        assert_eq!(p.endpoints, vec!["http://127.0.0.1:1", "http://h:2"]);
-    }
-
-    #[test]
-    fn all_flags() {
-        let a = parse(&[
-            "--endpoints",
-            "http://x:1",
-            "--workload",
-            "keepalive",
-            "--clients",
-            "64",
-            "--keys",
-            "2",
-            "--seconds",
-            "3",
-            "--connections",
-            "8",
-            "--inflight",
-            "16",
-            "--json",
-        ])
-        .unwrap();
-        assert!(a.json);
-        let p = Plan::new(&a).unwrap();
-        assert_eq!(
-            (p.clients, p.seconds, p.connections, p.inflight),
-            (64, 3, 8, 16)
-        );
-    }
-
-    #[test]
-    fn rejects_zeros_with_clear_errors() {
-        for (args, msg) in [
-            (
-                &["--workload", "uncontended", "--clients", "0"][..],
-                "--clients must be at least 1",
-            ),
-            (
-                &[
-                    "--workload",
-                    "uncontended",
-                    "--clients",
-                    "1",
-                    "--seconds",
-                    "0",
-                ][..],
-                "--seconds must be at least 1",
-            ),
-            (
-                &["--workload", "contended", "--clients", "1", "--keys", "0"][..],
-                "--keys must be at least 1",
-            ),
-            (
-                &["--workload", "uncontended", "--clients", "1", "--keys", "0"][..],
-                "--keys must be at least 1",
-            ),
-            (
-                &[
-                    "--workload",
-                    "keepalive",
-                    "--clients",
-                    "1",
-                    "--inflight",
-                    "0",
-                ][..],
-                "--inflight must be at least 1",
-            ),
-            (
-                &[
-                    "--workload",
-                    "keepalive",
-                    "--clients",
-                    "1",
-                    "--connections",
-                    "0",
-                ][..],
-                "--connections must be at least 1",
-            ),
-        ] {
-            let err = plan(args).unwrap_err().to_string();
-            assert!(err.contains(msg), "{args:?}: {err}");
-        }
-    }
-
-    /// The hold workload's plan for `--leases` and `--locks` (either left
-    /// out when `None`).
-    fn hold(leases: Option<&str>, locks: Option<&str>) -> anyhow::Result<Plan> {
-        let mut args = vec!["--workload", "hold", "--clients", "64"];
-        args.extend(leases.map(|m| ["--leases", m]).into_iter().flatten());
-        args.extend(locks.map(|n| ["--locks", n]).into_iter().flatten());
-        plan(&args)
-    }
-
-    #[test]
-    fn hold_needs_a_shape_within_the_servers_limits() {
-        let p = hold(Some("1000"), Some("1000")).unwrap();
-        let shape = HoldShape {
-            leases: 1000,
-            locks: 1000,
-        };
-        assert_eq!(p.hold, Some(shape));
-        assert_eq!(shape.total(), 1_000_000);
-        for (leases, locks, message) in [
-            (Some("2"), None, "needs --leases M and --locks N"),
-            (Some("1"), Some("1025"), "LOCKS_PER_LEASE_MAX (got 1025)"),
-            (Some("0"), Some("1"), "--leases must be 1..="),
-        ] {
-            let err = hold(leases, locks).unwrap_err().to_string();
-            assert!(err.contains(message), "{leases:?} {locks:?}: {err}");
-        }
-        let p = plan(&[
-            "--workload",
-            "uncontended",
-            "--clients",
-            "1",
-            "--locks",
-            "9",
-        ])
-        .unwrap();
-        assert_eq!(p.hold, None, "only the hold workload builds state");
-    }
-
-    #[test]
-    fn storm_builds_the_hold_shape_and_takes_a_ttl_within_the_limits() {
-        let storm = |extra: &[&str]| {
-            let mut args = vec!["--workload", "storm", "--clients", "8"];
-            args.extend_from_slice(extra);
-            plan(&args)
-        };
-        let p = storm(&["--leases", "10", "--locks", "5", "--ttl", "3"]).unwrap();
-        let shape = HoldShape {
-            leases: 10,
-            locks: 5,
-        };
-        assert_eq!((p.hold, p.ttl), (Some(shape), Duration::from_secs(3)));
-        let err = storm(&["--leases", "1"]).unwrap_err().to_string();
-        assert!(
-            err.contains("the storm workload needs --leases M and --locks N"),
-            "{err}"
-        );
-        for ttl in ["0", "86401"] {
-            let err = storm(&["--leases", "1", "--locks", "1", "--ttl", ttl]);
-            let err = err.unwrap_err().to_string();
-            assert!(err.contains("--ttl must be 1..=86400 seconds"), "{err}");
-        }
-    }
-
-    #[test]
-    fn rejects_inconsistent_counts() {
-        let err = plan(&["--workload", "contended", "--clients", "2", "--keys", "3"])
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("--keys (3) exceeds --clients (2)"), "{err}");
-        let err = plan(&[
-            "--workload",
-            "uncontended",
-            "--clients",
-            "2",
-            "--connections",
-            "3",
-        ])
-        .unwrap_err()
-        .to_string();
-        assert!(
-            err.contains("--connections (3) exceeds --clients (2)"),
-            "{err}"
-        );
-        let err = plan(&["--workload", "contended", "--clients", "5000"])
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("raise --keys"), "{err}");
-        assert!(plan(&[
-            "--workload",
-            "contended",
-            "--clients",
-            "5000",
-            "--keys",
-            "5"
-        ])
-        .is_ok());
-    }
-}
+#[path = "plan_tests.rs"]
+mod tests;

@@ -2,7 +2,7 @@
 //! it happens. `--leases M` leases each acquire `--locks N` locks (the hold
 //! workload's state), then all their renewers stop at once, as when a fleet
 //! of workers dies together: the leases lapse together `--ttl` later and
-//! the server frees every lock. Meanwhile [`PROBES`] probe clients, on
+//! the server frees every lock. Meanwhile [`probe::PROBES`] probe clients, on
 //! leases of their own, acquire and release their own locks in a loop; the
 //! report gives their latency before the storm and through it (p50, p99,
 //! max) and how long after the renewals stopped the last lease was gone.
@@ -17,17 +17,15 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use futures::{StreamExt as _, TryStreamExt as _};
-use leasehold_client::{Client, Consistency, Error, Lease, LeaseId, LockName};
+use leasehold_client::{Client, Consistency, Error, Lease, LeaseId};
 use serde::Serialize;
-use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::plan::Plan;
+use super::probe::{Phase, Probes, PROBES};
 use super::stats::per_second;
-use super::{hold, reason, rss, setup, Print};
+use super::{hold, reason, rss, Print};
 
-/// Probe clients, each cycling acquire + release on its own lock.
-const PROBES: u32 = 4;
 /// How long the probes run before the renewers stop (the baseline).
 const BASELINE: Duration = Duration::from_secs(2);
 /// How long the probes go on after the last lease is gone.
@@ -60,11 +58,7 @@ pub(super) async fn run(
     let loaded = Instant::now();
     let rss_held = rss()?;
 
-    let probe_leases = setup::grant_leases(clients, PROBES, setup::LEASE_TTL).await?;
-    let (stop_probes, stopped) = watch::channel(false);
-    let probes: Vec<_> = (0..PROBES)
-        .map(|i| tokio::spawn(probe(probe_leases[i as usize].clone(), i, stopped.clone())))
-        .collect();
+    let probes = Probes::start(clients).await?;
     tokio::time::sleep(BASELINE).await;
     let renewals_stopped = Instant::now();
     // Dropped attached leases revoke nothing: their renewers just stop.
@@ -73,12 +67,7 @@ pub(super) async fn run(
     let gone = wait_gone(&clients[0], ids.len(), give_up).await?;
     let last_gone = Instant::now();
     tokio::time::sleep(AFTERMATH).await;
-    let _ = stop_probes.send(true);
-    let mut cycles = Vec::new();
-    for task in probes {
-        cycles.extend(task.await.context("a probe client failed")?);
-    }
-    let _ = setup::revoke_leases(probe_leases).await;
+    let cycles = probes.finish().await?;
 
     let freed_after = last_gone - renewals_stopped;
     let report = StormReport {
@@ -137,78 +126,6 @@ async fn wait_gone(client: &Client, leases: usize, give_up: Instant) -> anyhow::
     Ok(leases)
 }
 
-/// One probe cycle: when it started, and acquire + release took how long
-/// (`None`: it failed).
-type Cycle = (Instant, Option<Duration>);
-
-/// A probe client: acquire and release its own lock until `stop`.
-async fn probe(lease: Lease, index: u32, mut stop: watch::Receiver<bool>) -> Vec<Cycle> {
-    let raw = format!("{}s/probe/{index}", super::run_prefix());
-    let name = LockName::parse(&raw).expect("the probe's lock name is valid");
-    let mut cycles = Vec::new();
-    while !*stop.borrow_and_update() {
-        let start = Instant::now();
-        let cycle = async {
-            let guard = lease.lock(&name).acquire().await?;
-            guard.release().await
-        };
-        let ok = tokio::select! {
-            outcome = cycle => outcome.is_ok(),
-            _ = stop.changed() => break,
-        };
-        cycles.push((start, ok.then(|| start.elapsed())));
-    }
-    cycles
-}
-
-/// The probes' cycles that started in one stretch of the run.
-#[derive(Clone, Debug, Serialize)]
-struct Phase {
-    cycles: usize,
-    failed: usize,
-    p50_ms: f64,
-    p99_ms: f64,
-    max_ms: f64,
-    /// When the slowest cycle started, in Unix ms (to set beside the
-    /// server's log: a snapshot, a batch of expiries).
-    max_started_unix_ms: u64,
-}
-
-impl Phase {
-    /// The cycles of `all` that started in `from..to`.
-    fn of(all: &[Cycle], from: Instant, to: Instant) -> Phase {
-        let within = all.iter().filter(|(at, _)| (from..to).contains(at));
-        let mut ms: Vec<f64> = within
-            .clone()
-            .filter_map(|(_, took)| took.map(|d| d.as_secs_f64() * 1000.0))
-            .collect();
-        ms.sort_by(f64::total_cmp);
-        let at = |q: f64| {
-            let i = ((ms.len() as f64 * q).ceil() as usize).saturating_sub(1);
-            ms.get(i).map_or(0.0, |v| (v * 100.0).round() / 100.0)
-        };
-        let slowest = within.clone().max_by_key(|(_, took)| *took);
-        Phase {
-            max_started_unix_ms: slowest.map_or(0, |(at, _)| unix_ms(*at)),
-            cycles: within.clone().count(),
-            failed: within.filter(|(_, took)| took.is_none()).count(),
-            p50_ms: at(0.50),
-            p99_ms: at(0.99),
-            max_ms: at(1.0),
-        }
-    }
-}
-
-/// `at` in Unix milliseconds, by the wall clock's offset from this
-/// process's monotonic one now.
-fn unix_ms(at: Instant) -> u64 {
-    let wall_now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let ago = Instant::now().saturating_duration_since(at);
-    wall_now.saturating_sub(ago).as_millis() as u64
-}
-
 /// What the storm workload measured. Serialized as the `--json` object.
 #[derive(Clone, Debug, Serialize)]
 struct StormReport {
@@ -261,13 +178,8 @@ impl StormReport {
             if self.freed_in_bound { "met" } else { "MISSED" },
             self.leases_left
         );
-        for (label, p) in [("baseline", &self.baseline), ("storm", &self.storm)] {
-            let _ = writeln!(
-                s,
-                "  {label:<8} {} probe cycles ({} failed): p50 {} ms, p99 {} ms, max {} ms (started at Unix ms {})",
-                p.cycles, p.failed, p.p50_ms, p.p99_ms, p.max_ms, p.max_started_unix_ms
-            );
-        }
+        self.baseline.write_line(&mut s, "baseline");
+        self.storm.write_line(&mut s, "storm");
         if let (Some(held), Some(after)) = (self.server_rss_held_bytes, self.server_rss_after_bytes)
         {
             let _ = writeln!(
@@ -278,28 +190,5 @@ impl StormReport {
             );
         }
         s
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_phase_takes_the_cycles_that_started_in_it() {
-        let t = Instant::now();
-        let ms = Duration::from_millis;
-        let cycles = vec![
-            (t, Some(ms(100))),
-            (t + ms(10), Some(ms(1))),
-            (t + ms(20), None),
-            (t + ms(30), Some(ms(3))),
-            (t + ms(40), Some(ms(2))),
-        ];
-        let p = Phase::of(&cycles, t + ms(5), t + ms(40));
-        assert_eq!((p.cycles, p.failed), (3, 1));
-        assert_eq!((p.p50_ms, p.max_ms), (1.0, 3.0));
-        let empty = Phase::of(&cycles, t + ms(50), t + ms(60));
-        assert_eq!((empty.cycles, empty.max_ms), (0, 0.0));
     }
 }
