@@ -10,6 +10,7 @@
 #   scripts/bench-scale.sh catchup        # 3 nodes; node 3 misses the load, then catches up by snapshot
 #   scripts/bench-scale.sh waiters BIN... # 100 leases x 1000 locks = 100,000 waits timing out together
 #   scripts/bench-scale.sh three-nodes    # uncontended, 3 Leasehold nodes beside 3 etcd nodes
+#   scripts/bench-scale.sh storm 'BIN [SERVE ARGS]'...  # mass expiry (ttl TTL, default 10 s), each variant in turn
 #
 # `heap` needs heaptrack, `three-nodes` etcd 3.4 (see scripts/etcd-cluster.sh).
 set -euo pipefail
@@ -147,6 +148,22 @@ waiters() {
     done
 }
 
+storm() {
+    for variant in "$@"; do
+        local addr="127.0.0.1:$(free_port)" dir="$work/s-$RANDOM" b args
+        read -r b args <<<"$variant"
+        # shellcheck disable=SC2086 # the serve flags split into words
+        serve "$b" "$addr" "$dir" $args
+        ready "$addr"
+        echo "== $variant"
+        "$bin" --endpoints "http://$addr" bench --workload storm --leases "$leases" --locks "$locks" \
+            --ttl "${TTL:-10}" --clients 64 --server-pid "$served"
+        grep -a "snapshot built" "$dir.log" | sed 's/\x1b\[[0-9;]*m//g' | cut -c1-200 || true
+        kill "$served"
+        wait "$served" 2>/dev/null || true
+    done
+}
+
 three_nodes() {
     local addrs=() peers="" eps="" n
     for n in 1 2 3; do
@@ -177,6 +194,7 @@ restart) restart ;;
 catchup) catchup ;;
 waiters) waiters "${@:-$bin}" ;;
 three-nodes) three_nodes ;;
+storm) storm "${@:-$bin}" ;;
 *)
     echo "usage: $0 rss|heap|restart|catchup|waiters|three-nodes [BIN...]" >&2
     exit 2

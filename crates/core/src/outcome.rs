@@ -68,6 +68,18 @@ pub enum FreeCause {
     MaxHoldExceeded,
 }
 
+impl FreeCause {
+    /// The metric label: the variant's name in snake case.
+    pub fn label(self) -> &'static str {
+        match self {
+            FreeCause::Released => "released",
+            FreeCause::LeaseRevoked => "lease_revoked",
+            FreeCause::LeaseExpired => "lease_expired",
+            FreeCause::MaxHoldExceeded => "max_hold_exceeded",
+        }
+    }
+}
+
 /// Why a waiter left a queue without being granted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum WaitEndCause {

@@ -10,7 +10,7 @@
 //! replicated state: a restarted node remembers the events of the entries it
 //! re-applied since its latest snapshot.
 
-use crate::sinks::telemetry::{force_detail, free_cause_label};
+use crate::sinks::telemetry::force_detail;
 use crate::sinks::{Freed, Refusal};
 use leasehold_core::{FreeCause, LeaseId, LockError, LockName};
 use std::collections::VecDeque;
@@ -162,7 +162,7 @@ pub fn freed_kind_and_detail(freed: &Freed) -> (EventKind, String) {
 
 /// `lease revoked`, `max hold exceeded`.
 fn cause_words(cause: FreeCause) -> String {
-    free_cause_label(cause).replace('_', " ")
+    cause.label().replace('_', " ")
 }
 
 /// The event sink: what the hub routes here becomes a [`LockEvent`].

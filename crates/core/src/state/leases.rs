@@ -176,6 +176,9 @@ impl State {
             false => (FreeCause::LeaseRevoked, WaitEndCause::LeaseRevoked),
         };
         let owner = row.owner.owner.as_str();
+        // One effect per wait and per held lock, at least: grown once, not
+        // doubled ten times for a thousand locks.
+        effects.reserve(row.waits.len() + row.holds.len() + 1);
         for name in &row.waits {
             self.drop_waiter(name, lease, owner, wait_cause, effects);
         }
@@ -228,6 +231,10 @@ impl State {
                 token: holder.token,
                 delay_ms: holder.lock_delay_ms,
             });
+        } else if lock.waiters.is_empty() {
+            // Nobody queued: the row goes (what `grant_next` would do,
+            // without finding it again).
+            self.locks.remove(name);
         } else {
             self.grant_next(name, at_unix_ms, effects);
         }

@@ -9,7 +9,7 @@
 
 use super::lease_end_lines::EndTally;
 use super::{Freed, Refusal};
-use leasehold_core::{Applied, ForcedBy, FreeCause, LeaseId, LockError, LockName, Reply, Token};
+use leasehold_core::{Applied, ForcedBy, LeaseId, LockError, LockName, Reply, Token};
 use std::time::Duration;
 
 /// Counts the caller-visible result of one command.
@@ -118,8 +118,8 @@ pub fn waited(waited: Duration) {
 /// force release at warn, with who and why) unless `line` says no (one of
 /// many frees of a lease's end, see [`lease_end_lines`](super::lease_end_lines)).
 pub fn lock_freed(freed: &Freed, line: bool) {
-    let cause = free_cause_label(freed.cause);
-    metrics::counter!("leasehold_locks_freed_total", "cause" => cause.clone()).increment(1);
+    let cause = freed.cause.label();
+    metrics::counter!("leasehold_locks_freed_total", "cause" => cause).increment(1);
     if let Some(held_for) = freed.held_for {
         metrics::histogram!("leasehold_hold_seconds").record(held_for.as_secs_f64());
     }
@@ -169,39 +169,31 @@ pub fn force_detail(by: &ForcedBy) -> String {
     format!("by {}: {}", by.caller, by.reason)
 }
 
-/// `FreeCause::MaxHoldExceeded` → `max_hold_exceeded`. Derived from the
-/// variant name so that a cause added to the core is counted without a
-/// change here; the label set stays the enum's.
-pub fn free_cause_label(cause: FreeCause) -> String {
-    snake_case(&format!("{cause:?}"))
-}
-
-fn snake_case(camel: &str) -> String {
-    let mut out = String::with_capacity(camel.len() + 4);
-    for (i, c) in camel.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn snake_case(camel: &str) -> String {
+        let mut out = String::with_capacity(camel.len() + 4);
+        for (i, c) in camel.chars().enumerate() {
+            if c.is_ascii_uppercase() {
+                if i > 0 {
+                    out.push('_');
+                }
+                out.push(c.to_ascii_lowercase());
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+
     #[test]
     fn labels_are_snake_cased_variant_names() {
-        assert_eq!(
-            free_cause_label(FreeCause::MaxHoldExceeded),
-            "max_hold_exceeded"
-        );
-        assert_eq!(free_cause_label(FreeCause::Released), "released");
+        use leasehold_core::FreeCause::*;
+        for cause in [Released, LeaseRevoked, LeaseExpired, MaxHoldExceeded] {
+            assert_eq!(cause.label(), snake_case(&format!("{cause:?}")));
+        }
         let error = LockError::LeaseNotFound { lease: LeaseId(9) };
         assert_eq!(error.reason().label(), "lease_not_found");
     }
