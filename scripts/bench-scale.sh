@@ -159,6 +159,10 @@ storm() {
         "$bin" --endpoints "http://$addr" bench --workload storm --leases "$leases" --locks "$locks" \
             --ttl "${TTL:-10}" --clients 64 --server-pid "$served"
         grep -a "snapshot built" "$dir.log" | sed 's/\x1b\[[0-9;]*m//g' | cut -c1-200 || true
+        # The server's own pace, whatever the renewals' phase: first to last lease end.
+        sed 's/\x1b\[[0-9;]*m//g' "$dir.log" | grep -a "lease expired" | awk '
+            { split(substr($1, 12, 15), t, ":"); s = t[1] * 3600 + t[2] * 60 + t[3]; if (!n++) first = s; last = s }
+            END { if (n) printf "server: %d leases expired in %.2f s, first to last\n", n, last - first }'
         kill "$served"
         wait "$served" 2>/dev/null || true
     done

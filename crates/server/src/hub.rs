@@ -24,6 +24,8 @@ pub struct ApplyHub {
     replayed_until: AtomicU64,
     /// Which frees of a lease's end get a log line of their own.
     lease_end_lines: LeaseEndLines,
+    /// The metric handles every free updates.
+    free_metrics: telemetry::FreeMetrics,
 }
 
 impl ApplyHub {
@@ -33,6 +35,7 @@ impl ApplyHub {
             sinks,
             replayed_until: AtomicU64::new(0),
             lease_end_lines: LeaseEndLines::default(),
+            free_metrics: telemetry::FreeMetrics::default(),
         }
     }
 
@@ -155,7 +158,7 @@ impl ApplyHub {
         let by_lease_end = matches!(cause, FreeCause::LeaseExpired | FreeCause::LeaseRevoked);
         let line = !by_lease_end || self.lease_end_lines.freed(*lease);
         if !at.replayed {
-            telemetry::lock_freed(&freed, line);
+            telemetry::lock_freed(&self.free_metrics, &freed, line);
         }
         // Only holds their holder ended measure the work: an expiry's
         // includes the ttl after the holder died, a force release is an

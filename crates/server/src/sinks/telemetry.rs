@@ -9,7 +9,9 @@
 
 use super::lease_end_lines::EndTally;
 use super::{Freed, Refusal};
-use leasehold_core::{Applied, ForcedBy, LeaseId, LockError, LockName, Reply, Token};
+use leasehold_core::{Applied, ForcedBy, FreeCause, LeaseId, LockError, LockName, Reply, Token};
+use metrics::{Counter, Histogram};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Counts the caller-visible result of one command.
@@ -114,15 +116,46 @@ pub fn waited(waited: Duration) {
     metrics::histogram!("leasehold_wait_seconds").record(waited.as_secs_f64());
 }
 
+/// The handles a lock free updates, each looked up in the recorder once,
+/// on first use: a lease's end frees up to a thousand locks in one apply,
+/// and a registry lookup per free and metric was a tenth of the apply's
+/// time in an expiry storm (docs/DESIGN.md §6d).
+#[derive(Default)]
+pub struct FreeMetrics {
+    /// `leasehold_locks_freed_total` by cause, in [`FreeCause`] order.
+    freed: [OnceLock<Counter>; 4],
+    /// `leasehold_hold_seconds`.
+    hold_seconds: OnceLock<Histogram>,
+}
+
+impl FreeMetrics {
+    fn freed(&self, cause: FreeCause) -> &Counter {
+        let at = match cause {
+            FreeCause::Released => 0,
+            FreeCause::LeaseRevoked => 1,
+            FreeCause::LeaseExpired => 2,
+            FreeCause::MaxHoldExceeded => 3,
+        };
+        self.freed[at].get_or_init(
+            || metrics::counter!("leasehold_locks_freed_total", "cause" => cause.label()),
+        )
+    }
+
+    fn hold_seconds(&self) -> &Histogram {
+        self.hold_seconds
+            .get_or_init(|| metrics::histogram!("leasehold_hold_seconds"))
+    }
+}
+
 /// A lock was freed: counted by cause, its hold time measured, logged (a
 /// force release at warn, with who and why) unless `line` says no (one of
 /// many frees of a lease's end, see [`lease_end_lines`](super::lease_end_lines)).
-pub fn lock_freed(freed: &Freed, line: bool) {
-    let cause = freed.cause.label();
-    metrics::counter!("leasehold_locks_freed_total", "cause" => cause).increment(1);
+pub fn lock_freed(metrics: &FreeMetrics, freed: &Freed, line: bool) {
+    metrics.freed(freed.cause).increment(1);
     if let Some(held_for) = freed.held_for {
-        metrics::histogram!("leasehold_hold_seconds").record(held_for.as_secs_f64());
+        metrics.hold_seconds().record(held_for.as_secs_f64());
     }
+    let cause = freed.cause.label();
     let (name, lease, owner, token) = (freed.name, freed.lease.0, freed.owner, freed.token.0);
     if let Some(by) = freed.forced {
         metrics::counter!("leasehold_force_releases_total").increment(1);
@@ -190,7 +223,7 @@ mod tests {
 
     #[test]
     fn labels_are_snake_cased_variant_names() {
-        use leasehold_core::FreeCause::*;
+        use FreeCause::*;
         for cause in [Released, LeaseRevoked, LeaseExpired, MaxHoldExceeded] {
             assert_eq!(cause.label(), snake_case(&format!("{cause:?}")));
         }
