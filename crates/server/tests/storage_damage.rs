@@ -11,7 +11,6 @@ use leasehold_server::storage::{
 use openraft::storage::{RaftLogStorageExt, RaftStateMachine};
 use openraft::testing::{log_id, membership_ent};
 use openraft::{Entry, EntryPayload, RaftLogReader, RaftSnapshotBuilder};
-use redb::ReadableTable;
 use std::collections::BTreeSet;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -144,20 +143,26 @@ async fn a_snapshot_that_fails_its_crc_is_refused_with_the_offset() {
             .unwrap();
     }
     {
-        let db = redb::Database::open(dir.path().join(storage::DB_FILE_NAME)).unwrap();
-        let table: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("snapshot");
-        let txn = db.begin_write().unwrap();
-        {
-            let mut snapshot = txn.open_table(table).unwrap();
-            let mut data = snapshot.get("data").unwrap().unwrap().value().to_vec();
-            data[0] ^= 0x01;
-            snapshot.insert("data", data.as_slice()).unwrap();
-        }
-        txn.commit().unwrap();
+        // The snapshot's bytes are the one file in `snapshots/`.
+        let files: Vec<_> = std::fs::read_dir(dir.path().join("snapshots"))
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&files[0])
+            .unwrap();
+        let mut first = [0u8; 1];
+        file.read_exact_at(&mut first, 0).unwrap();
+        file.write_all_at(&[first[0] ^ 0x01], 0).unwrap();
     }
     let message = refusal(dir.path(), 1 << 20);
     assert!(message.contains("the snapshot is damaged"), "{message}");
     assert!(message.contains("chunk at byte 0 of its"), "{message}");
+    assert!(message.contains("kept in the file"), "{message}");
+    assert!(message.contains("snapshots/"), "{message}");
     assert!(message.contains("leasehold.redb"), "{message}");
     assert!(message.contains("from a backup"), "{message}");
 }

@@ -7,8 +7,9 @@
 //!   files of checksummed postcard-encoded entries), plus the vote and the
 //!   last purged log id in redb and the committed log id in a small file.
 //! - [`StateMachineStore`]: the in-memory [`leasehold_core::State`], applied
-//!   in log order, plus the latest snapshot, which is persisted in redb
-//!   (`<data dir>/leasehold.redb`).
+//!   in log order, plus the latest snapshot: its meta and checksums in redb
+//!   (`<data dir>/leasehold.redb`), its bytes in `<data dir>/snapshots/`
+//!   (see `snapshot_file`).
 //!
 //! The log store also hands out an [`IdentityStore`]: this node's cluster id
 //! and the nodes it has seen take part, in the same redb file.
@@ -40,6 +41,7 @@ mod log_store;
 mod meta;
 mod power_cut;
 mod shared;
+mod snapshot_file;
 mod snapshot_store;
 mod state_machine;
 pub mod wal;
@@ -148,7 +150,7 @@ pub fn open_with(
                 source,
             }
         })?;
-    let state_machine = StateMachineStore::load(db, listener, disk)
+    let state_machine = StateMachineStore::load(db, dir, listener, disk)
         .map_err(|source| OpenError::Load { path, source })?;
     Ok((log_store, state_machine))
 }
@@ -247,6 +249,13 @@ pub enum DbError {
     /// this, which openraft logs again and again, stays short.
     #[error("the log in {} is poisoned by a failed fsync: no writes until a restart", .0.display())]
     Poisoned(PathBuf),
+    /// A snapshot's file could not be written.
+    #[error("cannot write the snapshot file {}: {source} (check free space and permissions)", .path.display())]
+    SnapshotFile {
+        /// The file.
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// The blocking task running the write was cancelled.
     #[error("blocking task: {0}")]
     Join(#[from] tokio::task::JoinError),

@@ -1,5 +1,5 @@
 //! The Raft state machine: [`leasehold_core::State`] in memory, snapshots in
-//! redb.
+//! redb and their files (`snapshot_store`).
 //!
 //! Applying does no I/O: the log is the durable record, and on restart the
 //! state is rebuilt from the latest snapshot plus openraft re-applying the
@@ -17,14 +17,17 @@ use openraft::{
 };
 use redb::Database;
 use std::io::Cursor;
+use std::path::Path;
 use std::sync::Arc;
 
 /// The state machine half of the storage. Cheap to clone: clones share the
 /// state, the database and the listener; a clone is its snapshot builder.
 #[derive(Clone)]
 pub struct StateMachineStore {
-    /// The file shared with the log store; holds the latest snapshot.
+    /// The file shared with the log store; holds the latest snapshot's meta.
     db: Arc<Database>,
+    /// The data dir, whose `snapshots/` holds the snapshot files.
+    dir: Arc<Path>,
     /// The applied state, also read by the server.
     shared: SharedState,
     /// Told about every applied entry, under the write lock, in log order.
@@ -38,11 +41,13 @@ impl StateMachineStore {
     /// then calls `listener.reset` with it.
     pub(crate) fn load(
         db: Arc<Database>,
+        dir: &Path,
         listener: Arc<dyn ApplyListener>,
         disk: Arc<DiskHealth>,
     ) -> Result<Self, DbError> {
         let shared = SharedState::default();
-        if let Some(stored) = snapshot_store::load(&db)? {
+        snapshot_store::remove_unnamed_files(&db, dir)?;
+        if let Some(stored) = snapshot_store::load(&db, dir)? {
             let loaded =
                 decode(&stored.meta, &stored.data).map_err(|e| DbError::CorruptSnapshot {
                     why: format!("its {} bytes do not decode: {e}", stored.data.len()),
@@ -54,6 +59,7 @@ impl StateMachineStore {
         }
         Ok(Self {
             db,
+            dir: dir.into(),
             shared,
             listener,
             disk,
@@ -128,7 +134,7 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
         let started = std::time::Instant::now();
         let copy = self.shared.read_applied(AppliedState::clone);
         let copied = started.elapsed();
-        let db = self.db.clone();
+        let (db, dir) = (self.db.clone(), self.dir.clone());
         self.disk.room().await;
         let (meta, data) = blocking(move || {
             let data = encode(&copy)?;
@@ -137,7 +143,7 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
                 last_membership,
                 ..
             } = copy;
-            let meta = snapshot_store::save_built(&db, last_applied, last_membership, &data)?;
+            let meta = snapshot_store::save_built(&db, &dir, last_applied, last_membership, &data)?;
             Ok((meta, data))
         })
         .await
@@ -200,10 +206,10 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let bytes = data.len();
         let installed = decode(meta, &data)
             .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), &e))?;
-        let db = self.db.clone();
+        let (db, dir) = (self.db.clone(), self.dir.clone());
         let stored_meta = meta.clone();
         self.disk.room().await;
-        blocking(move || snapshot_store::save_installed(&db, &stored_meta, &data))
+        blocking(move || snapshot_store::save_installed(&db, &dir, &stored_meta, &data))
             .await
             .map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), &e))?;
         self.shared.write(|applied| {
@@ -222,8 +228,8 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
     async fn get_current_snapshot(
         &mut self,
     ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<u64>> {
-        let stored =
-            snapshot_store::load(&self.db).map_err(|e| StorageIOError::read_snapshot(None, &e))?;
+        let stored = snapshot_store::load(&self.db, &self.dir)
+            .map_err(|e| StorageIOError::read_snapshot(None, &e))?;
         Ok(stored.map(|stored| Snapshot {
             meta: stored.meta,
             snapshot: Box::new(Cursor::new(stored.data)),
