@@ -121,8 +121,8 @@ fn acquire(state: &mut State, lease: LeaseId, l: usize, k: u32) {
     }
 }
 
-/// A request id shaped like the library's (`c-<pid>-<start ns>-<count>`,
-/// all hex).
+/// A request id shaped like the library's (`<random prefix>.<count>`, base
+/// 36; the count here in hex, as long or shorter).
 fn request_id(n: u64) -> Option<RequestId> {
-    RequestId::parse(&format!("c-3039-18ad2c1f3e2d5a00-{n:x}")).expect("a valid request id")
+    RequestId::parse(&format!("3w5e11264sgsf.{n:x}")).expect("a valid request id")
 }

@@ -32,6 +32,7 @@
 
 pub mod auth;
 pub mod command;
+mod compact_text;
 mod dedup;
 mod error;
 mod fenced;
