@@ -157,12 +157,17 @@ storm() {
         ready "$addr"
         echo "== $variant"
         "$bin" --endpoints "http://$addr" bench --workload storm --leases "$leases" --locks "$locks" \
-            --ttl "${TTL:-10}" --clients 64 --server-pid "$served"
+            --ttl "${TTL:-10}" --clients 64 --server-pid "$served" | tee "$work/storm.out"
         grep -a "snapshot built" "$dir.log" | sed 's/\x1b\[[0-9;]*m//g' | cut -c1-200 || true
-        # The server's own pace, whatever the renewals' phase: first to last lease end.
-        sed 's/\x1b\[[0-9;]*m//g' "$dir.log" | grep -a "lease expired" | awk '
+        # The server's own pace, whatever the renewals' phase: first to last
+        # lease end, and the last one's apply after the renewers stopped
+        # (both clocks UTC; the log's time of day against the stop's).
+        local stopped
+        stopped=$(grep -o 'stopped at Unix ms [0-9]*' "$work/storm.out" | awk '{print $NF}')
+        sed 's/\x1b\[[0-9;]*m//g' "$dir.log" | grep -a "lease expired" | awk -v stop="${stopped:-0}" '
             { split(substr($1, 12, 15), t, ":"); s = t[1] * 3600 + t[2] * 60 + t[3]; if (!n++) first = s; last = s }
-            END { if (n) printf "server: %d leases expired in %.2f s, first to last\n", n, last - first }'
+            END { if (n) printf "server: %d leases expired in %.2f s, first to last; the last %.2f s after the renewers stopped\n",
+                  n, last - first, last - (stop / 1000) % 86400 }'
         kill "$served"
         wait "$served" 2>/dev/null || true
     done

@@ -4,17 +4,23 @@
 //! cycle is kept with when it started, so a report can cut the run into
 //! phases ([`Phase::of`]: before the storm, through it) and name when the
 //! slowest cycle began, to set beside the server's log.
+//!
+//! The probes run on a thread and runtime of their own, over a connection
+//! of their own: they stand for other processes, and sharing the bench's
+//! runtime with the work that starts a storm (a thousand renewers dropped
+//! at once, a hundred thousand waits sent) charged that work's stalls to
+//! the server.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use leasehold_client::{Client, Lease, LockName};
+use leasehold_client::{Lease, LockName};
 use serde::Serialize;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
+use super::plan::Plan;
 use super::setup;
 
 /// Probe clients, each cycling acquire + release on its own lock.
@@ -26,38 +32,78 @@ pub(super) type Cycle = (Instant, Option<Duration>);
 
 /// Running probe clients.
 pub(super) struct Probes {
-    leases: Vec<Lease>,
     stop: watch::Sender<bool>,
-    tasks: Vec<JoinHandle<Vec<Cycle>>>,
+    thread: std::thread::JoinHandle<anyhow::Result<Vec<Cycle>>>,
 }
 
 impl Probes {
-    /// Grants the probes' leases and starts them cycling.
-    pub(super) async fn start(clients: &[Client]) -> anyhow::Result<Probes> {
-        let leases = setup::grant_leases(clients, PROBES, setup::LEASE_TTL).await?;
+    /// Connects the probes (as `plan` says, over one connection of their
+    /// own), grants their leases and starts them cycling on their thread;
+    /// returns once they run.
+    pub(super) async fn start(plan: &Plan) -> anyhow::Result<Probes> {
+        let plan = Plan {
+            connections: 1,
+            ..plan.clone()
+        };
         let (stop, stopped) = watch::channel(false);
-        let tasks = leases
-            .iter()
-            .zip(0..)
-            .map(|(lease, i)| tokio::spawn(probe(lease.clone(), i, stopped.clone())))
-            .collect();
-        Ok(Probes {
-            leases,
-            stop,
-            tasks,
-        })
+        let (started, running) = oneshot::channel();
+        let thread = std::thread::Builder::new()
+            .name("bench-probes".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .context("cannot start the probes' runtime")?;
+                runtime.block_on(run(plan, started, stopped))
+            })
+            .context("cannot start the probes' thread")?;
+        match running.await {
+            Ok(()) => Ok(Probes { stop, thread }),
+            // The thread ended before the probes ran: its error says why.
+            Err(_) => Err(join(thread)
+                .err()
+                .unwrap_or_else(|| anyhow::anyhow!("the probes stopped before they started"))),
+        }
     }
 
     /// Stops the probes, revokes their leases; every cycle they ran.
     pub(super) async fn finish(self) -> anyhow::Result<Vec<Cycle>> {
         let _ = self.stop.send(true);
-        let mut cycles = Vec::new();
-        for task in self.tasks {
-            cycles.extend(task.await.context("a probe client failed")?);
-        }
-        let _ = setup::revoke_leases(self.leases).await;
-        Ok(cycles)
+        let thread = self.thread;
+        tokio::task::spawn_blocking(move || join(thread))
+            .await
+            .context("the probes' thread failed")?
     }
+}
+
+/// The probes' thread's outcome.
+fn join(thread: std::thread::JoinHandle<anyhow::Result<Vec<Cycle>>>) -> anyhow::Result<Vec<Cycle>> {
+    thread
+        .join()
+        .map_err(|_| anyhow::anyhow!("a probe client panicked"))?
+}
+
+/// On the probes' runtime: connect, grant, say so on `started`, cycle until
+/// `stopped`, revoke.
+async fn run(
+    plan: Plan,
+    started: oneshot::Sender<()>,
+    stopped: watch::Receiver<bool>,
+) -> anyhow::Result<Vec<Cycle>> {
+    let clients = setup::connect(&plan).await?;
+    let leases = setup::grant_leases(&clients, PROBES, setup::LEASE_TTL).await?;
+    let tasks: Vec<_> = leases
+        .iter()
+        .zip(0..)
+        .map(|(lease, i)| tokio::spawn(probe(lease.clone(), i, stopped.clone())))
+        .collect();
+    let _ = started.send(());
+    let mut cycles = Vec::new();
+    for task in tasks {
+        cycles.extend(task.await.context("a probe client failed")?);
+    }
+    let _ = setup::revoke_leases(leases).await;
+    Ok(cycles)
 }
 
 /// A probe client: acquire and release its own lock until `stop`.

@@ -58,7 +58,7 @@ pub(super) async fn run(
     let loaded = Instant::now();
     let rss_held = rss()?;
 
-    let probes = Probes::start(clients).await?;
+    let probes = Probes::start(plan).await?;
     tokio::time::sleep(BASELINE).await;
     let renewals_stopped = Instant::now();
     // Dropped attached leases revoke nothing: their renewers just stop.
@@ -82,6 +82,7 @@ pub(super) async fn run(
         server_rss_after_bytes: rss()?,
         leases_left: ids.len() - gone,
         freed_after_ms: freed_after.as_millis() as u64,
+        renewers_stopped_unix_ms: super::probe::unix_ms(renewals_stopped),
         freed_bound_ms: (ttl + FREED_WITHIN_TTL_PLUS).as_millis() as u64,
         freed_in_bound: gone == ids.len() && freed_after <= ttl + FREED_WITHIN_TTL_PLUS,
         probes: PROBES,
@@ -144,6 +145,10 @@ struct StormReport {
     leases_left: usize,
     /// From the renewers' stop to the last lease gone.
     freed_after_ms: u64,
+    /// When the renewers stopped, by the wall clock: beside the server's
+    /// log, its last "lease expired" line says when the server itself
+    /// freed the last lease, without this side's polling in between.
+    renewers_stopped_unix_ms: u64,
     /// ttl + 2 s.
     freed_bound_ms: u64,
     freed_in_bound: bool,
@@ -172,8 +177,9 @@ impl StormReport {
         );
         let _ = writeln!(
             s,
-            "  freed    {} ms after the renewers stopped (bound {} ms: {}), {} leases left",
+            "  freed    {} ms after the renewers stopped at Unix ms {} (bound {} ms: {}), {} leases left",
             self.freed_after_ms,
+            self.renewers_stopped_unix_ms,
             self.freed_bound_ms,
             if self.freed_in_bound { "met" } else { "MISSED" },
             self.leases_left

@@ -65,7 +65,7 @@ pub(super) async fn run(
     hold::acquire_all(clients, &holder, shape.locks, plan.clients).await?;
     let waiting =
         hold::grant_unrenewed(clients, shape.leases, hold::HOLD_LEASE_TTL, "waiters").await?;
-    let probes = Probes::start(clients).await?;
+    let probes = Probes::start(plan).await?;
 
     let sent = Instant::now();
     let deadline = sent + plan.wait;

@@ -100,6 +100,14 @@ impl<'a> IntoIterator for &'a NameSet {
     }
 }
 
+impl NameSet {
+    /// The names in order, as a vector (a set that had spilled to the heap
+    /// hands over its block instead of copying it).
+    pub fn into_vec(self) -> Vec<LockName> {
+        self.sorted.into_vec()
+    }
+}
+
 impl IntoIterator for NameSet {
     type Item = LockName;
     type IntoIter = smallvec::IntoIter<[LockName; 1]>;

@@ -3,6 +3,7 @@
 
 use crate::{FencedKey, LeaseId, LockError, LockName, Revision, Token};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// The caller's result of one command.
 pub type Outcome = Result<Reply, LockError>;
@@ -148,8 +149,10 @@ pub enum Effect {
         /// An operator's force release freed it (break-glass), so metrics
         /// and the event log can count it apart from holders' own releases.
         forced: Option<ForcedBy>,
-        /// The holder's owner name, for the log and the event.
-        owner: String,
+        /// The holder's owner name, for the log and the event: shared,
+        /// because a lease's end frees all its locks at once, and a string
+        /// each was a tenth of an expiry storm's apply time.
+        owner: Arc<str>,
     },
     /// A waiter left the queue without a grant (wake it with an error).
     WaiterRemoved {

@@ -122,7 +122,8 @@ impl LockEvent {
     /// refused fenced puts left empty).
     fn new(at: Stamp, kind: EventKind, about: About, detail: String) -> LockEvent {
         LockEvent {
-            lock: about.name.to_string(),
+            // Copied, not formatted: a storm records a million of these.
+            lock: about.name.as_str().to_owned(),
             lease: about.lease.0,
             owner: about.owner.to_owned(),
             token: about.token,

@@ -9,6 +9,7 @@ use crate::{
     command, limits, Effect, Lease, LeaseId, LockDelay, LockError, LockName, Outcome, OwnerInfo,
     Reply, RequestId,
 };
+use std::sync::Arc;
 
 /// The arguments of a lease grant, gathered.
 pub(super) struct Grant {
@@ -175,15 +176,15 @@ impl State {
             true => (FreeCause::LeaseExpired, WaitEndCause::LeaseExpired),
             false => (FreeCause::LeaseRevoked, WaitEndCause::LeaseRevoked),
         };
-        let owner = row.owner.owner.as_str();
+        let owner: Arc<str> = row.owner.owner.as_str().into();
         // One effect per wait and per held lock, at least: grown once, not
         // doubled ten times for a thousand locks.
         effects.reserve(row.waits.len() + row.holds.len() + 1);
         for name in &row.waits {
-            self.drop_waiter(name, lease, owner, wait_cause, effects);
+            self.drop_waiter(name, lease, &owner, wait_cause, effects);
         }
         for name in &row.holds {
-            let ended = (lease, owner, free_cause);
+            let ended = (lease, &owner, free_cause);
             self.free_by_lease_end(name, ended, at_unix_ms, effects);
         }
         if expired {
@@ -191,7 +192,7 @@ impl State {
         }
         effects.push(Effect::LeaseEnded { lease, expired });
         Reply::LeaseEnded {
-            released: row.holds.into_iter().collect(),
+            released: row.holds.into_vec(),
         }
     }
 
@@ -201,7 +202,7 @@ impl State {
     fn free_by_lease_end(
         &mut self,
         name: &LockName,
-        ended: (LeaseId, &str, FreeCause),
+        ended: (LeaseId, &Arc<str>, FreeCause),
         at_unix_ms: u64,
         effects: &mut Vec<Effect>,
     ) {
@@ -221,7 +222,7 @@ impl State {
             acquired_unix_ms: holder.acquired_unix_ms,
             cause,
             forced: None,
-            owner: owner.to_owned(),
+            owner: Arc::clone(owner),
         });
         if cause == FreeCause::LeaseExpired && holder.lock_delay_ms > 0 {
             lock.delay = Some(Box::new(LockDelay {

@@ -352,7 +352,7 @@ impl State {
             acquired_unix_ms: holder.acquired_unix_ms,
             cause,
             forced: None,
-            owner: row.owner.owner.clone(),
+            owner: row.owner.owner.as_str().into(),
         });
     }
 

@@ -71,7 +71,7 @@ fn the_right_token_frees_the_lock_and_the_waiter_gets_a_higher_token() {
                     caller: "ops@bastion".into(),
                     reason: "holder hung in D state".into()
                 }),
-                owner: String::new(),
+                owner: "".into(),
             },
             Effect::LockGranted {
                 name: name("db"),

@@ -242,7 +242,7 @@ fn revoke_releases_holds_hands_over_and_leaves_queues() {
                 acquired_unix_ms: 2,
                 cause: FreeCause::LeaseRevoked,
                 forced: None,
-                owner: String::new(),
+                owner: "".into(),
             },
             Effect::LockGranted {
                 name: name("x"),

@@ -79,7 +79,7 @@ fn held_lock_is_busy_or_queues_fifo() {
                 acquired_unix_ms: 2,
                 cause: FreeCause::Released,
                 forced: None,
-                owner: String::new(),
+                owner: "".into(),
             },
             Effect::LockGranted {
                 name: name("x"),

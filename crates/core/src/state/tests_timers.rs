@@ -189,7 +189,7 @@ fn end_hold_frees_only_the_named_holder() {
             acquired_unix_ms: 0,
             cause: FreeCause::MaxHoldExceeded,
             forced: None,
-            owner: String::new(),
+            owner: "".into(),
         }
     );
     assert!(
