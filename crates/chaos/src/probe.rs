@@ -162,7 +162,10 @@ impl Prober {
 
     async fn renew(&self, lease: u64) -> Probe {
         let invoked_ms = self.recorder.now_ms();
-        let request = KeepAliveRequest { lease, seq: 0 };
+        let request = KeepAliveRequest {
+            lease,
+            ..Default::default()
+        };
         let renewed = self.client.clone().keep_alive(request).await;
         self.probe(
             "probe-renew",

@@ -36,6 +36,7 @@ mod compact_text;
 mod dedup;
 mod error;
 mod fenced;
+mod holdings_digest;
 mod ids;
 mod lease;
 pub mod lessor;
@@ -53,6 +54,7 @@ mod wait_queue;
 pub use command::{Acquire, Command, OwnerInfo};
 pub use error::LockError;
 pub use fenced::{check_fenced_value, FencedEntry, FencedKey};
+pub use holdings_digest::holdings_digest;
 pub use ids::{LeaseId, RequestId, Revision, Token};
 pub use lease::Lease;
 pub use limits::Limit;
@@ -60,7 +62,9 @@ pub use lock::{Holder, Lock, LockDelay, LockView, Waiter};
 pub use metadata::Metadata;
 pub use name::{LockName, BENCH_PREFIX};
 pub use name_set::NameSet;
-pub use outcome::{Applied, Effect, ForcedBy, FreeCause, Outcome, Reply, WaitEndCause};
+pub use outcome::{
+    Applied, Effect, ForcedBy, FreeCause, Outcome, Reply, WaitEndCause, RENEWAL_NAMES_LOGGED,
+};
 pub use reason::{Reason, UnknownReason};
 pub use state::{FailedRelease, ForceRelease, ForceReleaseRecord, State};
 pub use wait_queue::WaitQueue;

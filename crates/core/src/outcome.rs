@@ -102,6 +102,10 @@ pub struct ForcedBy {
     pub reason: String,
 }
 
+/// How many of a lease's locks a renewal's effect names, for its log line:
+/// not a copy of a thousand names at every renewal of a lease holding them.
+pub const RENEWAL_NAMES_LOGGED: usize = 8;
+
 /// A side effect of applying a command, for the server's waiter registry,
 /// timer layer, metrics and event log. Each carries what those sinks need
 /// (owner names, renewal counts, who forced a release), so no sink reads
@@ -119,8 +123,11 @@ pub enum Effect {
         renewals: u64,
         /// The lease's owner name, for the renewal log.
         owner: String,
-        /// The locks the lease holds and their tokens, for the renewal log.
+        /// The first [`RENEWAL_NAMES_LOGGED`] locks the lease
+        /// holds and their tokens, for the renewal log.
         held: Vec<(LockName, Token)>,
+        /// How many locks the lease holds.
+        holds: usize,
     },
     /// A lease is gone (revoked or expired): disarm its timer.
     LeaseEnded { lease: LeaseId, expired: bool },

@@ -58,6 +58,7 @@ impl ApplyHub {
                 ttl_ms,
                 owner,
                 held,
+                holds,
                 ..
             } => {
                 if !at.replayed {
@@ -65,7 +66,7 @@ impl ApplyHub {
                         let ratio = telemetry::margin_ratio(margin, *ttl_ms);
                         sinks.samples.renewed(ratio);
                     }
-                    telemetry::lease_renewed(*lease, *ttl_ms, owner, held, margin);
+                    telemetry::lease_renewed(*lease, *ttl_ms, owner, (held, *holds), margin);
                 }
             }
             Effect::LeaseEnded { lease, expired } => {

@@ -20,7 +20,14 @@ async fn the_stream_answers_each_renewal_and_reports_a_gone_lease_in_band() {
         .expect("open stream")
         .into_inner();
     for seq in 1..=8 {
-        sender.send(KeepAliveRequest { lease, seq }).await.unwrap();
+        sender
+            .send(KeepAliveRequest {
+                lease,
+                seq,
+                holdings_digest: 0,
+            })
+            .await
+            .unwrap();
     }
     let mut seen = Vec::new();
     for _ in 0..8 {
@@ -40,7 +47,11 @@ async fn the_stream_answers_each_renewal_and_reports_a_gone_lease_in_band() {
         .await
         .unwrap();
     sender
-        .send(KeepAliveRequest { lease, seq: 9 })
+        .send(KeepAliveRequest {
+            lease,
+            seq: 9,
+            holdings_digest: 0,
+        })
         .await
         .unwrap();
     let response = responses.next().await.expect("a response").expect("ok");
@@ -52,6 +63,7 @@ async fn the_stream_answers_each_renewal_and_reports_a_gone_lease_in_band() {
         .send(KeepAliveRequest {
             lease: other,
             seq: 10,
+            holdings_digest: 0,
         })
         .await
         .unwrap();
@@ -80,6 +92,7 @@ async fn a_renewed_lease_outlives_its_ttl_and_an_abandoned_one_expires() {
             .keep_alive(KeepAliveRequest {
                 lease: kept,
                 seq: 0,
+                holdings_digest: 0,
             })
             .await
             .expect("kept lease renews");
@@ -94,6 +107,7 @@ async fn a_renewed_lease_outlives_its_ttl_and_an_abandoned_one_expires() {
         .keep_alive(KeepAliveRequest {
             lease: abandoned,
             seq: 0,
+            holdings_digest: 0,
         })
         .await
         .expect_err("expired lease cannot renew");
@@ -113,7 +127,11 @@ async fn holdings(
     lease: u64,
 ) -> (Vec<(String, u64)>, Vec<(String, u64, String, String)>) {
     let reply = leases
-        .keep_alive(KeepAliveRequest { lease, seq: 1 })
+        .keep_alive(KeepAliveRequest {
+            lease,
+            seq: 1,
+            holdings_digest: 0,
+        })
         .await
         .expect("renewed")
         .into_inner();
@@ -198,4 +216,41 @@ async fn a_renewal_lists_what_the_lease_holds_and_how_the_server_ended_the_rest(
         ("t20/capped", capped, "expired")
     );
     assert!(how.contains("max hold"), "{how}");
+}
+
+/// A renewal carrying the digest of exactly the holds the lease has leaves
+/// the list out (a lease of a thousand locks is not listed at every
+/// renewal); a digest that differs, or none, gets the list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_that_knows_the_holds_is_not_told_them_again() {
+    let (server, mut leases, mut locks) = TestServer::start_with_clients().await;
+    let lease = grant(&mut leases, 30_000).await;
+    let a = acquire_now(&mut locks, lease, "t20/digest/a").await;
+    let b = acquire_now(&mut locks, lease, "t20/digest/b").await;
+    let renew = |holdings_digest| {
+        let request = KeepAliveRequest {
+            lease,
+            seq: 2,
+            holdings_digest,
+        };
+        let mut leases = leases.clone();
+        async move {
+            leases
+                .keep_alive(request)
+                .await
+                .expect("renewed")
+                .into_inner()
+        }
+    };
+    let both = leasehold_core::holdings_digest([("t20/digest/b", b), ("t20/digest/a", a)]);
+    assert_eq!(renew(both).await.holdings, None);
+    let one = leasehold_core::holdings_digest([("t20/digest/a", a)]);
+    let listed = renew(one)
+        .await
+        .holdings
+        .expect("a stale digest gets the list");
+    assert_eq!(listed.held.len(), 2);
+    let listed = renew(0).await.holdings.expect("no digest gets the list");
+    assert_eq!(listed.held.len(), 2);
+    server.stop().await;
 }

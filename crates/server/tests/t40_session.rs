@@ -71,7 +71,14 @@ async fn acquire_release_and_keepalive_over_one_stream() {
     };
     assert_eq!(wrong.reason, "NotHolder");
     let Answer::KeepAlive(renewed) = session
-        .call(4, Op::KeepAlive(KeepAliveRequest { lease, seq: 0 }))
+        .call(
+            4,
+            Op::KeepAlive(KeepAliveRequest {
+                lease,
+                seq: 0,
+                holdings_digest: 0,
+            }),
+        )
         .await
     else {
         panic!("keep-alive failed")

@@ -236,6 +236,7 @@ async fn t95_permissions_ownership_force_and_tokens() {
         op: Some(session_request::Op::KeepAlive(KeepAliveRequest {
             lease,
             seq: 0,
+            holdings_digest: 0,
         })),
     };
     requests.send(renew(1)).await.unwrap();

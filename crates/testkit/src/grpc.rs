@@ -29,7 +29,11 @@ pub async fn keep_alive(
     lease: u64,
     seq: u64,
 ) -> KeepAliveResponse {
-    let request = KeepAliveRequest { lease, seq };
+    let request = KeepAliveRequest {
+        lease,
+        seq,
+        ..Default::default()
+    };
     let renewed = leases.keep_alive(request).await;
     renewed.expect("keep-alive").into_inner()
 }

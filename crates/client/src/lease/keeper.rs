@@ -226,6 +226,7 @@ impl Keeper {
             let request = KeepAliveRequest {
                 lease: state.id.0,
                 seq: 0,
+                holdings_digest: state.holdings_digest(),
             };
             let reply = tokio::time::timeout(reply_bound, stream.send(request)).await;
             let failure = match reply {

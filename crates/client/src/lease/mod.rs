@@ -169,6 +169,7 @@ impl Lease {
         let request = KeepAliveRequest {
             lease: state.id.0,
             seq: 0,
+            holdings_digest: state.holdings_digest(),
         };
         let session = inner.calls_session();
         let reply = inner.client.send(session, Duration::ZERO, || request).await;

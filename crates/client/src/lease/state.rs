@@ -215,6 +215,22 @@ impl LeaseState {
         self.registry().registered
     }
 
+    /// The digest of the holds a keep-alive sent now knows
+    /// ([`leasehold_core::holdings_digest`]): when the server's digest of
+    /// the lease's holds is the same, none was taken, and its reply leaves
+    /// the list out.
+    pub fn holdings_digest(&self) -> u64 {
+        let registry = self.registry();
+        let held = registry
+            .locks
+            .iter()
+            .filter_map(|(name, holding)| match holding {
+                Holding::Held { hold, .. } => Some((name.as_str(), hold.token.0)),
+                Holding::Acquiring => None,
+            });
+        leasehold_core::holdings_digest(held)
+    }
+
     /// Takes out of the registry every hold that was known before `mark`
     /// and whose (name, token) `is_held` says the server no longer holds
     /// for this lease; the caller ends them. Holds registered after the

@@ -73,6 +73,8 @@ impl Client {
         let request = KeepAliveRequest {
             lease: lease.0,
             seq: 0,
+            // No holds known here: the reply lists them.
+            holdings_digest: 0,
         };
         let reply = self
             .call("KeepAlive", Duration::ZERO, |channel| async move {

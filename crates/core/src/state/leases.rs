@@ -90,6 +90,7 @@ impl State {
             renewals: 0,
             owner,
             held: Vec::new(),
+            holds: 0,
         });
         Ok(Reply::LeaseGranted { lease: id, ttl_ms })
     }
@@ -108,13 +109,19 @@ impl State {
         row.renewed_unix_ms = at_unix_ms;
         row.renewals += 1;
         let (ttl_ms, renewals, owner) = (row.ttl_ms, row.renewals, row.owner.owner.clone());
-        let held = self.held_by(lease).map(|(n, t)| (n.clone(), t)).collect();
+        let held = self.held_by(lease);
+        let held = held
+            .take(crate::outcome::RENEWAL_NAMES_LOGGED)
+            .map(|(n, t)| (n.clone(), t));
+        let held = held.collect();
+        let holds = self.leases.get(&lease).map_or(0, |row| row.holds.len());
         effects.push(Effect::LeaseRenewed {
             lease,
             ttl_ms,
             renewals,
             owner,
             held,
+            holds,
         });
         Ok(Reply::KeptAlive { lease, ttl_ms })
     }

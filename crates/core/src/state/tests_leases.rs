@@ -36,6 +36,7 @@ fn grant_uses_the_new_revision_as_lease_id() {
             renewals: 0,
             owner: String::new(),
             held: Vec::new(),
+            holds: 0,
         }]
     );
     assert_eq!(state.lease(lease).unwrap().granted_unix_ms, 7);
@@ -102,6 +103,24 @@ fn retried_grant_returns_the_same_lease_until_it_ends() {
 }
 
 #[test]
+fn a_renewal_names_its_first_locks_and_counts_them_all() {
+    let mut state = State::default();
+    let lease = grant(&mut state);
+    let tokens: Vec<_> = (0..20)
+        .map(|i| hold(&mut state, lease, &format!("many/{i:02}")))
+        .collect();
+    let applied = state.apply(Command::KeepAlive { lease }, 99);
+    let [Effect::LeaseRenewed { held, holds, .. }] = applied.effects.as_slice() else {
+        panic!("one renewal effect: {:?}", applied.effects);
+    };
+    assert_eq!(*holds, 20);
+    let expected: Vec<_> = (0..crate::outcome::RENEWAL_NAMES_LOGGED)
+        .map(|i| (name(&format!("many/{i:02}")), tokens[i]))
+        .collect();
+    assert_eq!(held, &expected);
+}
+
+#[test]
 fn keep_alive_renews_without_bumping() {
     let mut state = State::default();
     let lease = grant(&mut state);
@@ -122,6 +141,7 @@ fn keep_alive_renews_without_bumping() {
             renewals: 1,
             owner: String::new(),
             held: Vec::new(),
+            holds: 0,
         }]
     );
     assert_eq!(state.lease(lease).unwrap().renewed_unix_ms, 99);

@@ -68,6 +68,25 @@ pub fn lease_to_wire(node: &Node, state: &State, lease: &Lease) -> pb::LeaseInfo
 
 /// What `lease` holds now, and how the server ended its other holds, for
 /// a keep-alive reply.
+/// The lease's holdings, or `None` when `known_digest` (the client's
+/// digest of the holds it knows; 0: none sent) is the digest of the
+/// lease's holds: nothing was taken, and a lease with a thousand locks is
+/// not listed again at every renewal.
+pub fn holdings_if_changed(
+    node: &Node,
+    lease: LeaseId,
+    known_digest: u64,
+) -> Option<pb::LeaseHoldings> {
+    let unchanged = known_digest != 0
+        && node.state.read(|state| {
+            let held = state
+                .held_by(lease)
+                .map(|(name, token)| (name.as_str(), token.0));
+            leasehold_core::holdings_digest(held) == known_digest
+        });
+    (!unchanged).then(|| holdings_to_wire(node, lease))
+}
+
 pub fn holdings_to_wire(node: &Node, lease: LeaseId) -> pb::LeaseHoldings {
     let held = node.state.read(|state| held_to_wire(state, lease));
     let ended = node.sinks.ended.of(lease);

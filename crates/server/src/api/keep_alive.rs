@@ -1,8 +1,9 @@
 //! `Lease.KeepAlive`: renews a lease; shared by the unary form, the
 //! keep-alive stream and the session stream. The reply lists what the lease
-//! holds, and how the server ended its other holds.
+//! holds, and how the server ended its other holds, unless the holder's
+//! digest of its holds says it knows them already.
 
-use super::convert::holdings_to_wire;
+use super::convert::holdings_if_changed;
 use super::propose::Proposal;
 use super::{check_lease_id, ApiError, Node};
 use crate::auth::Caller;
@@ -25,6 +26,6 @@ pub async fn keep_alive(
         error: None,
         // Read after the renewal applied: includes every grant the
         // holder had heard of when it sent this keep-alive.
-        holdings: Some(holdings_to_wire(node, kept.lease)),
+        holdings: holdings_if_changed(node, kept.lease, request.holdings_digest),
     })
 }

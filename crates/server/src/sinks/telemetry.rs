@@ -36,12 +36,13 @@ pub fn revision(revision: u64) {
 /// tracked it (a keep-alive, not the grant). Logged at debug (one line per
 /// renewal is a lot at scale) with the locks the lease holds: a lease
 /// holding one lock logs `lock` and `token` like a grant, so a search for a
-/// token finds its renewals too.
+/// token finds its renewals too; a lease holding more logs the first
+/// [`leasehold_core::RENEWAL_NAMES_LOGGED`] (`held`) and how many (`holds`).
 pub fn lease_renewed(
     lease: LeaseId,
     ttl_ms: u64,
     owner: &str,
-    held: &[(LockName, Token)],
+    (held, holds): (&[(LockName, Token)], usize),
     margin: Option<Duration>,
 ) {
     let Some(margin) = margin else { return };
@@ -61,6 +62,7 @@ pub fn lease_renewed(
         let locks = locks.join(",");
         tracing::debug!(
             locks,
+            holds,
             lease = lease.0,
             owner,
             ttl_ms,
