@@ -18,7 +18,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use futures::StreamExt as _;
 use leasehold_client::{Client, Consistency, Error, LeaseId, LockOptions};
 use serde::Serialize;
 use tokio::time::Instant;
@@ -73,7 +72,7 @@ pub(super) async fn run(
     let acquires = tokio::spawn(calls);
     let queued = queues_when_full(&clients[0], shape, deadline).await?;
     let rss_queued = rss()?;
-    let ended = acquires.await?;
+    let ended = acquires.await??;
     let heard = Heard::of(&ended, &queued.deadlines);
     let first_deadline = heard.first_deadline.map_or(deadline, instant_of_unix_ms);
     let last_heard = heard
@@ -185,35 +184,38 @@ async fn wait_all(
     waiting: Vec<LeaseId>,
     locks: u32,
     deadline: Instant,
-) -> Vec<(WaiterKey, Ended)> {
+) -> anyhow::Result<Vec<(WaiterKey, Ended)>> {
     let keys: Vec<WaiterKey> = waiting
         .iter()
         .flat_map(|&lease| (0..locks).map(move |k| (lease, k)))
         .collect();
-    let count = keys.len();
-    futures::stream::iter(keys.into_iter().enumerate())
-        .map(|(i, (lease, k))| {
-            let client = clients[i % clients.len()].clone();
-            async move {
-                let name = match hold::lock_name(0, k) {
-                    Ok(name) => name,
-                    Err(e) => return ((lease, k), Ended::Failed(format!("{e:#}"))),
-                };
-                let wait = deadline.saturating_duration_since(Instant::now());
-                let options = LockOptions::default().wait(wait);
-                let ended = match client.acquire(lease, &name, &options).await {
-                    Err(Error::WaitTimeout { .. }) => {
-                        Ended::TimedOut(probe::unix_ms(Instant::now()))
-                    }
-                    Ok(_) => Ended::Granted,
-                    Err(e) => Ended::Failed(e.to_string()),
-                };
-                ((lease, k), ended)
-            }
-        })
-        .buffer_unordered(count)
-        .collect()
-        .await
+    // A task per call, not one stream of them all: a hundred thousand
+    // futures in one task spent the bench's time re-polling them once
+    // tokio's per-task budget ran out (`FuturesUnordered` wake churn), and
+    // the waiters reached the server over 18-27 s instead of at once.
+    let mut calls = tokio::task::JoinSet::new();
+    for (i, (lease, k)) in keys.into_iter().enumerate() {
+        let client = clients[i % clients.len()].clone();
+        calls.spawn(async move {
+            let name = match hold::lock_name(0, k) {
+                Ok(name) => name,
+                Err(e) => return ((lease, k), Ended::Failed(format!("{e:#}"))),
+            };
+            let wait = deadline.saturating_duration_since(Instant::now());
+            let options = LockOptions::default().wait(wait);
+            let ended = match client.acquire(lease, &name, &options).await {
+                Err(Error::WaitTimeout { .. }) => Ended::TimedOut(probe::unix_ms(Instant::now())),
+                Ok(_) => Ended::Granted,
+                Err(e) => Ended::Failed(e.to_string()),
+            };
+            ((lease, k), ended)
+        });
+    }
+    let mut ended = Vec::with_capacity(calls.len());
+    while let Some(call) = calls.join_next().await {
+        ended.push(call.map_err(|e| anyhow::anyhow!("a waiter's task failed: {e}"))?);
+    }
+    Ok(ended)
 }
 
 /// What the queues showed once full.

@@ -4,7 +4,7 @@
 
 use crate::auth::Principal;
 use crate::dedup::Dedup;
-use crate::{LeaseId, NameSet, OwnerInfo, RequestId, Revision};
+use crate::{LeaseId, NameSet, OwnerInfo, RequestId, Revision, WaitSet};
 use serde::{Deserialize, Serialize};
 
 /// A live lease.
@@ -29,7 +29,7 @@ pub struct Lease {
     /// Locks this lease holds.
     pub holds: NameSet,
     /// Locks this lease is queued for.
-    pub waits: NameSet,
+    pub waits: WaitSet,
     /// Outcomes of recent requests, for idempotent retries.
     pub(crate) dedup: Dedup,
     /// The request id of the grant, so ending the lease also forgets it in

@@ -50,6 +50,7 @@ pub mod outcome;
 mod reason;
 mod state;
 mod wait_queue;
+mod wait_set;
 
 pub use command::{Acquire, Command, OwnerInfo};
 pub use error::LockError;
@@ -68,3 +69,4 @@ pub use outcome::{
 pub use reason::{Reason, UnknownReason};
 pub use state::{FailedRelease, ForceRelease, ForceReleaseRecord, State};
 pub use wait_queue::WaitQueue;
+pub use wait_set::WaitSet;

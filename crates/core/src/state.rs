@@ -21,9 +21,11 @@
 mod auth_apply;
 mod fenced;
 mod force;
+mod grant_requests;
 mod leases;
 mod lock_rows;
 mod locks;
+mod stored;
 #[cfg(test)]
 mod test_support;
 #[cfg(test)]
@@ -74,8 +76,9 @@ pub struct FailedRelease {
     pub error: String,
 }
 
-/// All leases, locks and fenced-store keys, and the revision.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// All leases, locks and fenced-store keys, and the revision. Stored as
+/// these fields in this order (`state/stored.rs` writes them).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 pub struct State {
     /// Strictly increasing; the source of lease ids and fencing tokens.
     revision: Revision,
@@ -92,7 +95,7 @@ pub struct State {
     /// Request id of each live lease's grant, so a retried grant finds its
     /// lease instead of creating an orphan. Bounded by `LEASES_MAX`: an entry
     /// leaves with its lease.
-    grant_requests: OrdMap<RequestId, LeaseId>,
+    grant_requests: grant_requests::GrantRequests,
     /// The last `EXPIRED_LEASES_REMEMBERED` expired lease ids, oldest first,
     /// so a late keep-alive hears "expired" rather than "not found".
     expired_order: VecDeque<LeaseId>,

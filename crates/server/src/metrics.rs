@@ -9,9 +9,20 @@
 //! or leases.
 //! Durations and the keep-alive margin ratio are real histograms (buckets),
 //! so quantiles can be aggregated across nodes in PromQL.
+//!
+//! The exporter keeps each histogram sample until it folds them into the
+//! buckets, which it does on a scrape or an upkeep; the recorder installed
+//! here gets no upkeep of its own, so each server runs one
+//! ([`spawn_upkeep`]): a node nobody scrapes would otherwise keep every
+//! sample it ever recorded, two per keep-alive (docs/DESIGN.md §6d).
 
 use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 use std::sync::OnceLock;
+use std::time::Duration;
+
+/// How often recorded histogram samples are folded into their buckets
+/// between scrapes (the exporter's own default for the recorders it runs).
+pub const UPKEEP_EVERY: Duration = Duration::from_secs(5);
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
@@ -176,6 +187,32 @@ pub fn handle() -> Option<&'static PrometheusHandle> {
         .as_ref()
 }
 
+/// Folds the recorded samples into their histograms every `every` until
+/// `stop` turns true (see the module doc).
+pub fn spawn_upkeep(every: Duration, stop: tokio::sync::watch::Receiver<bool>) {
+    if let Some(handle) = handle() {
+        spawn_every(every, stop, || handle.run_upkeep());
+    }
+}
+
+/// Runs `work` at once and then every `every` until `stop` turns true.
+fn spawn_every(
+    every: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    work: impl Fn() + Send + 'static,
+) {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = stop.wait_for(|stopping| *stopping) => return,
+                _ = ticks.tick() => work(),
+            }
+        }
+    });
+}
+
 fn builder() -> Result<PrometheusBuilder, BuildError> {
     PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS_BUCKETS)?
@@ -258,4 +295,30 @@ fn commit_index(raft: &openraft::RaftMetrics<u64, openraft::BasicNode>, applied:
     }
     matched.sort_unstable_by(|a, b| b.cmp(a));
     matched[matched.len() / 2].max(applied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    #[tokio::test(start_paused = true)]
+    async fn upkeep_runs_every_interval_until_the_server_stops() {
+        let (stopping, stop) = tokio::sync::watch::channel(false);
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counted = runs.clone();
+        spawn_every(UPKEEP_EVERY, stop, move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        });
+        let settle = || tokio::time::sleep(Duration::from_millis(1));
+        settle().await;
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "once at the start");
+        tokio::time::sleep(UPKEEP_EVERY * 3).await;
+        assert_eq!(runs.load(Ordering::SeqCst), 4, "then once an interval");
+        stopping.send(true).expect("the task listens");
+        settle().await;
+        tokio::time::sleep(UPKEEP_EVERY * 3).await;
+        assert_eq!(runs.load(Ordering::SeqCst), 4, "and never after the stop");
+    }
 }

@@ -209,6 +209,7 @@ async fn serve_port(
         shutdown.await;
         let _ = stopping.send(true);
     });
+    crate::metrics::spawn_upkeep(crate::metrics::UPKEEP_EVERY, stop.clone());
     let health = health::service(node.clone(), stop.clone(), announce.readiness).await;
     let router = grpc_routes(&node, gate)?
         .add_service(health)

@@ -41,13 +41,9 @@ impl State {
         owner.validate()?;
         if let Some(lease) = request_id
             .as_ref()
-            .and_then(|id| self.grant_requests.get(id))
+            .and_then(|id| self.grant_requests.find(id, &self.leases))
         {
-            let row = self
-                .leases
-                .get(lease)
-                .expect("grant request of a dead lease");
-            assert_eq!(row.grant_request_id, request_id);
+            let row = &self.leases[&lease];
             return Ok(Reply::LeaseGranted {
                 lease: row.id,
                 ttl_ms: row.ttl_ms,
@@ -65,7 +61,7 @@ impl State {
         let id = LeaseId(revision.0);
         assert!(!self.leases.contains_key(&id), "lease id reused");
         if let Some(request_id) = &request_id {
-            self.grant_requests.insert(request_id.clone(), id);
+            self.grant_requests.insert(request_id, id);
         }
         let lease = Lease {
             id,
@@ -170,8 +166,8 @@ impl State {
             .remove(&lease)
             .expect("end_lease of a dead lease");
         if let Some(request_id) = &row.grant_request_id {
-            let removed = self.grant_requests.remove(request_id);
-            assert_eq!(removed, Some(lease));
+            let removed = self.grant_requests.remove(request_id, lease);
+            assert!(removed, "a live lease's grant request is recorded");
         }
         let (held, waiting) = (row.holds.len() as u64, row.waits.len() as u64);
         self.auth.count(row.principal.as_ref(), |u| {
