@@ -416,7 +416,31 @@ impl State {
                 }
             }
         }
+        self.check_grant_requests()?;
         self.check_fenced()?;
         self.check_usage()
+    }
+
+    /// Each lease granted with a request id is found by it, and nothing else is filed.
+    fn check_grant_requests(&self) -> Result<(), String> {
+        let mut granted_with_ids = 0;
+        for lease in self.leases.values() {
+            if let Some(id) = &lease.grant_request_id {
+                granted_with_ids += 1;
+                if self.grant_requests.find(id, &self.leases) != Some(lease.id) {
+                    return Err(format!(
+                        "lease {} is not found by its grant request",
+                        lease.id
+                    ));
+                }
+            }
+        }
+        match self.grant_requests.len() == granted_with_ids {
+            true => Ok(()),
+            false => Err(format!(
+                "{} grant requests filed for {granted_with_ids} leases granted with one",
+                self.grant_requests.len()
+            )),
+        }
     }
 }

@@ -52,6 +52,11 @@ impl GrantRequests {
         self.entries.remove(&(request_hash(id), lease)).is_some()
     }
 
+    /// How many grants are filed.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
     /// The stored form: each request id with its lease, the ids borrowed
     /// from the rows in `leases`.
     pub fn stored<'a>(&'a self, leases: &'a Leases) -> Stored<'a> {
