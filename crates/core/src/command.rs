@@ -151,6 +151,13 @@ pub enum Command {
     /// Server: append to the audit trail (a refusal it made before
     /// proposing, a membership change).
     Audit(AuditEntry),
+    /// Leader timer: these queued acquires' waits ran out; each leaves its
+    /// queue as `CancelWait { timed_out: true }` would, one revision for
+    /// them all. The leader's timer task names a bounded number
+    /// (`WAITS_PER_COMMAND_MAX` in the server), so a mass timeout is
+    /// committed and applied a batch at a time. Appended last so older
+    /// entries still decode.
+    TimeOutWaits { waits: Vec<(LeaseId, LockName)> },
 }
 
 impl Command {
@@ -184,7 +191,8 @@ impl Command {
             | Command::Audit(_)
             | Command::ExpireLease { .. }
             | Command::EndLockDelay { .. }
-            | Command::EndHold { .. } => Err(LockError::invalid(
+            | Command::EndHold { .. }
+            | Command::TimeOutWaits { .. } => Err(LockError::invalid(
                 "command",
                 "only a client's command is proposed on a principal's behalf",
             )),

@@ -188,6 +188,7 @@ impl State {
                 name,
                 timed_out,
             } => Ok(self.cancel_wait(lease, &name, timed_out, effects)),
+            Command::TimeOutWaits { waits } => Ok(self.time_out_waits(&waits, effects)),
             Command::EndLockDelay { name, token } => {
                 Ok(self.end_lock_delay(&name, token, at_unix_ms, effects))
             }

@@ -51,7 +51,7 @@ impl ApplyHub {
         let sinks = &self.sinks;
         // Every deadline effect arms or disarms a timer; a keep-alive's
         // margin comes back.
-        let margin = sinks.timers.effect(effect);
+        let margin = sinks.timers.effect(effect, at.at_unix_ms);
         match effect {
             Effect::LeaseRenewed {
                 lease,

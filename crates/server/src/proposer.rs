@@ -17,6 +17,7 @@ use crate::clock::wall_unix_ms;
 use crate::raft::quorum::{NoQuorum, QuorumMonitor};
 use crate::raft::types::{Batch, Raft};
 use crate::storage::{DiskFault, DiskHealth};
+use crate::timers::Timers;
 use leasehold_core::{Applied, Command};
 use openraft::error::{ClientWriteError, RaftError};
 use std::sync::Arc;
@@ -65,9 +66,15 @@ impl Proposer {
     /// Starts the proposer task for `raft`, failing batches fast while
     /// `quorum` says this node leads without one or `disk` takes no writes.
     /// It stops when every handle is dropped.
-    pub fn spawn(raft: Raft, quorum: Arc<QuorumMonitor>, disk: Arc<DiskHealth>) -> Proposer {
+    /// Each batch formed is told to `timers` (a wait is counted from then).
+    pub fn spawn(
+        raft: Raft,
+        quorum: Arc<QuorumMonitor>,
+        disk: Arc<DiskHealth>,
+        timers: Arc<Timers>,
+    ) -> Proposer {
         let (queue, receiver) = mpsc::channel(QUEUE_MAX);
-        tokio::spawn(run(raft, quorum, disk, receiver));
+        tokio::spawn(run(raft, quorum, disk, timers, receiver));
         Proposer { queue }
     }
 
@@ -88,6 +95,7 @@ async fn run(
     raft: Raft,
     quorum: Arc<QuorumMonitor>,
     disk: Arc<DiskHealth>,
+    timers: Arc<Timers>,
     mut receiver: mpsc::Receiver<Proposal>,
 ) {
     let mut proposals = Vec::with_capacity(BATCH_COMMANDS_MAX);
@@ -112,6 +120,7 @@ async fn run(
             at_unix_ms: wall_unix_ms(),
             commands,
         };
+        timers.batch_formed(batch.at_unix_ms);
         let started = std::time::Instant::now();
         let written = tokio::select! {
             biased;

@@ -75,7 +75,12 @@ pub async fn serve_on(
     let raft = raft::node::start(start, log_store, state_machine).await?;
     let quorum = QuorumMonitor::spawn(raft.metrics(), contacts, &config.raft_timings);
     raft::full_disk::spawn(raft.clone(), disk.clone());
-    let proposer = Proposer::spawn(raft.clone(), quorum.clone(), disk.clone());
+    let proposer = Proposer::spawn(
+        raft.clone(),
+        quorum.clone(),
+        disk.clone(),
+        sinks.timers.clone(),
+    );
     timers::spawn(
         sinks.timers.clone(),
         proposer.clone(),

@@ -10,7 +10,7 @@ use leasehold_testkit::{eventually, TestServer};
 use std::time::{Duration, Instant};
 use tonic::transport::Channel;
 
-/// How long past its deadline a wait waits for the leader's `CancelWait`
+/// How long past its deadline a wait waits for the leader's timeout (`TimeOutWaits`)
 /// before proposing one itself (`api::wait::wake_grace` with the default
 /// timings): a wait that ends sooner than this after its deadline was
 /// ended by the leader's timer.

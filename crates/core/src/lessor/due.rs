@@ -43,6 +43,27 @@ impl Due {
         }
     }
 
+    /// The one command for `items` proposed together: a single item's own
+    /// command, or for several wait timeouts (as
+    /// [`super::Lessor::take_due_waits`] hands them out) one
+    /// `TimeOutWaits`.
+    ///
+    /// # Panics
+    /// If `items` is empty, or several items are not all wait timeouts.
+    pub fn command_for_all(items: &[Due]) -> Command {
+        if let [one] = items {
+            return one.command();
+        }
+        assert!(!items.is_empty(), "no item to propose");
+        let waits = items.iter().map(|due| match due {
+            Due::CancelWait { name, lease } => (*lease, name.clone()),
+            other => panic!("only wait timeouts are proposed together, not {other:?}"),
+        });
+        Command::TimeOutWaits {
+            waits: waits.collect(),
+        }
+    }
+
     /// The key of the lock timer this item came from (`None` for a lease).
     pub(super) fn timer_key(&self) -> Option<TimerKey> {
         Some(match self {

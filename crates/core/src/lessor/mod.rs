@@ -247,6 +247,23 @@ impl Lessor {
         due
     }
 
+    /// Up to `max` wait timeouts due at `now_ms` that come next among the
+    /// lock timers, earliest first, re-armed as [`Lessor::take_due`] does:
+    /// what follows a wait timeout just taken, to be proposed with it as
+    /// one command. Stops at the first lock timer that is not a wait.
+    pub fn take_due_waits(&mut self, now_ms: u64, max: usize) -> Vec<Due> {
+        let mut due = Vec::new();
+        let retry_at_ms = now_ms.saturating_add(RETRY_AFTER_MS);
+        while due.len() < max {
+            let next = self.timer_index.first();
+            if !next.is_some_and(|(at, key)| *at <= now_ms && matches!(key, TimerKey::Wait(..))) {
+                break;
+            }
+            due.push(self.take_timer(retry_at_ms));
+        }
+        due
+    }
+
     fn take_lease(&mut self, lease: LeaseId, retry_at_ms: u64) -> Due {
         let renewals = self.leases[&lease].renewals;
         self.set_lease(lease, retry_at_ms, renewals);

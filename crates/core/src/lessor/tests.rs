@@ -191,3 +191,35 @@ fn remaining_times_are_for_display() {
     lessor.clear();
     assert_eq!((lessor.lease_count(), lessor.timer_count()), (0, 0));
 }
+
+#[test]
+fn wait_timeouts_are_taken_in_a_run_up_to_max_and_up_to_another_timer() {
+    let mut lessor = Lessor::new(0);
+    for lease in 1..=4 {
+        lessor.wait_started(name("w"), LeaseId(lease), 100 + lease, 0);
+    }
+    lessor.hold_started(name("h"), Token(9), 103, 0);
+    let cancel = |lease| Due::CancelWait {
+        name: name("w"),
+        lease: LeaseId(lease),
+    };
+    assert_eq!(lessor.take_due_waits(100, 10), vec![], "none due yet");
+    assert_eq!(
+        lessor.take_due_waits(104, 1),
+        vec![cancel(1)],
+        "at most max"
+    );
+    // The hold (due at 103) comes before the wait of lease 3.
+    assert_eq!(lessor.take_due_waits(104, 10), vec![cancel(2)]);
+    let hold = lessor.take_due(104, 1);
+    assert!(matches!(hold[..], [Due::EndHold { .. }]));
+    assert_eq!(lessor.take_due_waits(104, 10), vec![cancel(3), cancel(4)]);
+    let all = [cancel(1), cancel(2), cancel(3), cancel(4)];
+    assert_eq!(
+        Due::command_for_all(&all),
+        crate::Command::TimeOutWaits {
+            waits: (1..=4).map(|l| (LeaseId(l), name("w"))).collect()
+        }
+    );
+    assert_eq!(Due::command_for_all(&all[..1]), cancel(1).command());
+}

@@ -79,6 +79,7 @@ impl State {
             | Command::EndHold { .. }
             | Command::Audit(_)
             | Command::CancelWait { .. }
+            | Command::TimeOutWaits { .. }
                 if principal.is_none() =>
             {
                 Ok(())
@@ -115,6 +116,7 @@ impl State {
             | Command::ExpireLease { .. }
             | Command::EndLockDelay { .. }
             | Command::EndHold { .. }
+            | Command::TimeOutWaits { .. }
             | Command::As { .. } => auth.check(principal, Verb::Admin, ""),
         }
     }

@@ -253,21 +253,55 @@ impl State {
         timed_out: bool,
         effects: &mut Vec<Effect>,
     ) -> Reply {
+        if self.leave_queue(lease, name, timed_out, effects) {
+            self.bump();
+            return Reply::WaitEnded { holder_token: None };
+        }
+        // Not queued: gone with its lease, or granted before this applied.
+        let lock = self.locks.get(name);
+        let holder = lock.and_then(|l| l.holder.as_ref());
+        Reply::WaitEnded {
+            holder_token: holder.filter(|h| h.lease == lease).map(|h| h.token),
+        }
+    }
+
+    /// Leader timer: each of `waits` ran out; those still queued leave
+    /// their queues, under one revision (none if none was queued: each
+    /// was granted, or ended with its lease, first).
+    pub(super) fn time_out_waits(
+        &mut self,
+        waits: &[(LeaseId, LockName)],
+        effects: &mut Vec<Effect>,
+    ) -> Reply {
+        let mut removed = false;
+        for (lease, name) in waits {
+            removed |= self.leave_queue(*lease, name, true, effects);
+        }
+        if removed {
+            self.bump();
+        }
+        Reply::TimerApplied
+    }
+
+    /// Takes `lease` out of `name`'s queue without moving the revision;
+    /// whether it was queued.
+    fn leave_queue(
+        &mut self,
+        lease: LeaseId,
+        name: &LockName,
+        timed_out: bool,
+        effects: &mut Vec<Effect>,
+    ) -> bool {
         let Some(row) = self.leases.get_mut(&lease) else {
             // A lease that ended left every queue when it ended.
-            return Reply::WaitEnded { holder_token: None };
+            return false;
         };
-        let owner = row.owner.owner.clone();
         if !row.waits.remove(name) {
-            let lock = self.locks.get(name);
-            let holder = lock.and_then(|l| l.holder.as_ref());
-            return Reply::WaitEnded {
-                holder_token: holder.filter(|h| h.lease == lease).map(|h| h.token),
-            };
+            return false;
         }
+        let owner = row.owner.owner.clone();
         let principal = row.principal.clone();
         self.auth.count(principal.as_ref(), |u| u.waiters -= 1);
-        self.bump();
         let lock = self.locks.get_mut(name).expect("waited-for lock missing");
         let before = lock.waiters.len();
         lock.waiters.retain(|waiter| waiter.lease != lease);
@@ -284,7 +318,7 @@ impl State {
             },
             owner,
         });
-        Reply::WaitEnded { holder_token: None }
+        true
     }
 
     /// Leader timer: the lock delay begun by the expiry of the holder with

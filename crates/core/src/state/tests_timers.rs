@@ -257,3 +257,48 @@ fn an_expiry_decided_before_a_renewal_changes_nothing() {
     ));
     assert!(state.lease(lease).is_none());
 }
+
+#[test]
+fn waits_timed_out_together_leave_their_queues_under_one_revision() {
+    let mut state = State::default();
+    let (a, b, c) = (grant(&mut state), grant(&mut state), grant(&mut state));
+    hold(&mut state, a, "x");
+    hold(&mut state, a, "y");
+    acquire(&mut state, b, "x", 1_000);
+    acquire(&mut state, c, "x", 1_000);
+    acquire(&mut state, b, "y", 1_000);
+    let time_out = |state: &mut State, waits: &[(crate::LeaseId, &str)]| {
+        let waits = waits.iter().map(|(l, n)| (*l, name(n))).collect();
+        state.apply(Command::TimeOutWaits { waits }, 0)
+    };
+    let revision = state.revision();
+    // c's wait on y never was: skipped, as a granted or ended wait is.
+    let applied = time_out(&mut state, &[(b, "x"), (c, "y"), (b, "y")]);
+    assert_eq!(applied.outcome, Ok(Reply::TimerApplied));
+    assert_eq!(applied.revision.0, revision.0 + 1, "one revision for all");
+    let removed: Vec<_> = applied
+        .effects
+        .iter()
+        .map(|effect| match effect {
+            Effect::WaiterRemoved {
+                name, lease, cause, ..
+            } => (*lease, name.as_str().to_owned(), *cause),
+            other => panic!("unexpected effect {other:?}"),
+        })
+        .collect();
+    let timed_out = WaitEndCause::TimedOut;
+    let expected = vec![
+        (b, "x".to_owned(), timed_out),
+        (b, "y".to_owned(), timed_out),
+    ];
+    assert_eq!(removed, expected);
+    assert!(state.lease(b).unwrap().waits.is_empty());
+    assert_eq!(
+        state.lock(&name("x")).unwrap().waiters.len(),
+        1,
+        "c still waits"
+    );
+    let moot = time_out(&mut state, &[(b, "x")]);
+    assert_eq!((moot.revision, moot.effects), (applied.revision, vec![]));
+    state.check_invariants().unwrap();
+}

@@ -48,6 +48,11 @@ pub enum Op {
         slot: usize,
         lock: usize,
     },
+    /// The leader's timer times out every slot's wait on `lock` and on the
+    /// next lock at once (most of them not queued).
+    TimeOutWaits {
+        lock: usize,
+    },
     EndDelay {
         lock: usize,
         right: bool,
@@ -96,6 +101,7 @@ pub fn op() -> impl Strategy<Value = Op> {
                 Op::Release { slot, lock, right_token, request }
             }),
         1 => (slot, lock.clone()).prop_map(|(slot, lock)| Op::Cancel { slot, lock }),
+        1 => lock.clone().prop_map(|lock| Op::TimeOutWaits { lock }),
         1 => (lock.clone(), proptest::bool::weighted(0.8))
             .prop_map(|(lock, right)| Op::EndDelay { lock, right }),
         1 => (lock.clone(), proptest::bool::weighted(0.8))
@@ -170,6 +176,15 @@ pub fn to_command(op: &Op, state: &State, slots: &[LeaseId; SLOTS], step: usize)
             name: name(lock),
             timed_out: slot % 2 == 0,
         },
+        Op::TimeOutWaits { lock } => {
+            let next = (lock + 1) % NAMES.len();
+            let waits = slots
+                .iter()
+                .flat_map(|&lease| [(lease, name(lock)), (lease, name(next))]);
+            Command::TimeOutWaits {
+                waits: waits.collect(),
+            }
+        }
         Op::EndDelay { lock, right } => {
             let delay = state.lock(&name(lock)).and_then(|l| l.delay.as_ref());
             let token = delay.map_or(Token(0), |d| d.token);

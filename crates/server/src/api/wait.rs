@@ -1,19 +1,25 @@
 //! A queued acquire's wait. It registers with the waiter registry before the
 //! acquire is proposed, then waits to be woken: by its grant, or by its
 //! removal from the queue, made by a command after its acquire (earlier
-//! wakes of the same lock and lease are history: see `crate::waiters`). The wait's deadline is the lessor's (armed on
-//! every node from the applied enqueue): when it passes, the leader
-//! proposes `CancelWait`, whose outcome, ordered in the log, says whether
-//! the grant won the race, and its effect wakes this wait with
-//! `WaitTimeout`. Only if that wake does not come within [`wake_grace`]
-//! after the deadline (no leader, or this node cut off) does the wait
-//! propose `CancelWait` itself. If the caller goes away (the RPC is
-//! dropped), the guard proposes `CancelWait` so the queue never keeps a
-//! waiter nobody listens to (docs/DESIGN.md guarantee 9).
+//! wakes of the same lock and lease are history: see `crate::waiters`).
+//! The wait's deadline is the lessor's (armed on every node from the
+//! applied enqueue; on the node that proposed it, counted from when its
+//! batch was formed): when it passes, the leader proposes its timeout
+//! (`TimeOutWaits`, with the other waits due then), whose outcome, ordered
+//! in the log, says whether the grant won the race, and its effect wakes
+//! this wait with `WaitTimeout`. Only if that wake does not come within
+//! [`wake_grace`] after the deadline (no leader, or this node cut off) does
+//! the wait propose `CancelWait` itself; on a leader with its quorum the
+//! wait is its own timer's, late only behind a backlog, and it waits up to
+//! [`LEADER_GRACES_MAX`] graces more. If the caller goes away (the RPC
+//! is dropped) before the deadline, the guard proposes `CancelWait` so the
+//! queue never keeps a waiter nobody listens to (docs/DESIGN.md guarantee
+//! 9); after it, the lessor's timeout is on its way.
 
 use super::propose::Proposal;
 use super::{ApiError, Node};
 use crate::raft::node::RaftTimings;
+use crate::raft::quorum::Standing;
 use crate::sinks::telemetry;
 use crate::waiters::{Wait, WaitResult};
 use leasehold_core::{LeaseId, LockError, LockName, Revision, Token, WaitEndCause};
@@ -30,6 +36,17 @@ use tokio::time::Instant;
 pub fn wake_grace(timings: &RaftTimings) -> Duration {
     timings.leader_lease + 2 * timings.election_timeout_max
 }
+
+/// Whether a wait past its bound waits another grace: only on a leader with
+/// its quorum (its own timer has the wait) with `leader_graces` left.
+fn waits_more(standing: &Standing, leader_graces: u32) -> bool {
+    leader_graces > 0 && matches!(standing, Standing::Leader)
+}
+
+/// Graces more a wait past its grace waits out on a leader with its
+/// quorum, whose own timer has the wait, before proposing its cancel anyway
+/// (bounded, should the lessor somehow not have it).
+pub const LEADER_GRACES_MAX: u32 = 3;
 
 /// A registered wait; cancels itself in the queue when dropped unfinished.
 pub struct QueuedWait {
@@ -78,7 +95,7 @@ impl QueuedWait {
     /// of the acquire that queued (or, retried, found queued) the lease.
     pub async fn until_granted(self, acquired_at: Revision) -> Result<(Token, u64), ApiError> {
         let bound = self.deadline + wake_grace(self.node.quorum.timings());
-        self.until(bound, acquired_at).await
+        self.until(bound, LEADER_GRACES_MAX, acquired_at).await
     }
 
     /// The wait is over already (a retried acquire replayed `Queued`, but
@@ -86,18 +103,29 @@ impl QueuedWait {
     /// waits out its own deadline and then leaves, as a timed-out wait.
     pub async fn until_deadline(self, acquired_at: Revision) -> Result<(Token, u64), ApiError> {
         let bound = self.deadline;
-        self.until(bound, acquired_at).await
+        self.until(bound, 0, acquired_at).await
     }
 
     /// Waits until `bound` to be woken by a command after `acquired_at`;
-    /// past the bound, proposes `CancelWait`.
+    /// past the bound, proposes `CancelWait`, unless this node leads with
+    /// its quorum: its own timer task has the wait then (late only with a
+    /// backlog, which a cancel per wait would grow), so it waits up to
+    /// `leader_graces` graces more.
     async fn until(
         mut self,
-        bound: Instant,
+        mut bound: Instant,
+        mut leader_graces: u32,
         acquired_at: Revision,
     ) -> Result<(Token, u64), ApiError> {
         let mut receiver = self.receiver.take().expect("waited once");
-        let result = tokio::time::timeout_at(bound, receiver.after(acquired_at)).await;
+        let result = loop {
+            let result = tokio::time::timeout_at(bound, receiver.after(acquired_at)).await;
+            if result.is_ok() || !waits_more(&self.node.quorum.report().standing, leader_graces) {
+                break result;
+            }
+            leader_graces -= 1;
+            bound += wake_grace(self.node.quorum.timings());
+        };
         let waited_ms = self
             .node
             .sinks
@@ -149,7 +177,11 @@ impl Drop for QueuedWait {
             .sinks
             .waiters
             .forget_closed(&self.name, self.lease);
-        if self.finished {
+        // Past its deadline the wait is the lessor's to time out (armed on
+        // every node, so whoever leads proposes it): a cancel of our own
+        // would only add a command, tens of thousands of them when callers
+        // give up on a server late with a mass timeout.
+        if self.finished || self.node.sinks.timers.now() >= self.deadline {
             return;
         }
         let node = self.node.clone();
@@ -163,6 +195,21 @@ impl Drop for QueuedWait {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_leader_with_its_quorum_waits_more_and_only_so_often() {
+        assert!(waits_more(&Standing::Leader, 1));
+        assert!(!waits_more(&Standing::Leader, 0));
+        let without = crate::raft::quorum::NoQuorum {
+            reached: 1,
+            voters: 3,
+            needed: 2,
+            last_ack: None,
+            leading_for: Duration::from_secs(9),
+        };
+        assert!(!waits_more(&Standing::LeaderWithoutQuorum(without), 1));
+        assert!(!waits_more(&Standing::Following { leader: 2 }, 1));
+    }
 
     #[test]
     fn the_grace_is_one_leader_change() {

@@ -8,7 +8,7 @@
 mod task;
 
 pub use leasehold_core::lessor::Due;
-pub use task::{spawn, PROPOSALS_IN_FLIGHT_MAX, WEIGHT_IN_FLIGHT_MAX};
+pub use task::{spawn, PROPOSALS_IN_FLIGHT_MAX, WAITS_PER_COMMAND_MAX, WEIGHT_IN_FLIGHT_MAX};
 
 use crate::clock::Clock;
 use crate::storage::SharedState;
@@ -42,6 +42,11 @@ pub struct Timers {
     origin: Instant,
     /// Wakes the task when a deadline earlier than its current sleep appears.
     wake: Notify,
+    /// The batch this node's proposer formed last: its stamp, and when on
+    /// the clock. A wait that batch queues is counted from then, not from
+    /// its apply: under load a batch of thousands of acquires takes a second
+    /// or more to commit and apply, and its callers' waits began before.
+    last_formed: Mutex<Option<(u64, Instant)>>,
 }
 
 impl Timers {
@@ -53,6 +58,27 @@ impl Timers {
             origin: clock.now(),
             clock,
             wake: Notify::new(),
+            last_formed: Mutex::new(None),
+        }
+    }
+
+    /// This node's proposer formed the batch stamped `at_unix_ms` (and
+    /// forms the next only once it applied).
+    pub fn batch_formed(&self, at_unix_ms: u64) {
+        let formed = (at_unix_ms, self.clock.now());
+        *self.last_formed.lock().expect("last batch poisoned") = Some(formed);
+    }
+
+    /// How long ago this node formed the batch stamped `at_unix_ms`, if that
+    /// is the last it formed; zero for a batch another node proposed, or
+    /// one replayed after a restart (counted from its apply, as before).
+    fn batch_age_ms(&self, at_unix_ms: u64) -> u64 {
+        let last = *self.last_formed.lock().expect("last batch poisoned");
+        match last {
+            Some((stamp, formed)) if stamp == at_unix_ms => {
+                self.now().saturating_duration_since(formed).as_millis() as u64
+            }
+            _ => 0,
         }
     }
 
@@ -72,9 +98,20 @@ impl Timers {
     /// Up to `max` items due now. Now is rounded down here, so that no item
     /// is handed out before its deadline.
     pub fn take_due(&self, max: usize) -> Vec<Due> {
-        let elapsed = self.clock.now().saturating_duration_since(self.origin);
-        let now_ms = elapsed.as_millis() as u64;
+        let now_ms = self.now_ms_rounded_down();
         self.update(|lessor, _| lessor.take_due(now_ms, max))
+    }
+
+    /// Up to `max` wait timeouts due now that come next (see
+    /// [`Lessor::take_due_waits`]); now rounded down, as for `take_due`.
+    pub fn take_due_waits(&self, max: usize) -> Vec<Due> {
+        let now_ms = self.now_ms_rounded_down();
+        self.update(|lessor, _| lessor.take_due_waits(now_ms, max))
+    }
+
+    fn now_ms_rounded_down(&self) -> u64 {
+        let elapsed = self.clock.now().saturating_duration_since(self.origin);
+        elapsed.as_millis() as u64
     }
 
     /// The instant of millisecond `at_ms` of the lessor's time line.
@@ -111,9 +148,14 @@ impl Timers {
     }
 
     /// Arms or disarms the deadlines an applied effect names (on every
-    /// node, in log order). For a renewal of a lease it already tracks (a
-    /// keep-alive), returns the time the lease had left: its margin.
-    pub fn effect(&self, effect: &Effect) -> Option<Duration> {
+    /// node, in log order; `at_unix_ms` is its batch's stamp). For a
+    /// renewal of a lease it already tracks (a keep-alive), returns the time
+    /// the lease had left: its margin.
+    pub fn effect(&self, effect: &Effect, at_unix_ms: u64) -> Option<Duration> {
+        let queued_ms_ago = match effect {
+            Effect::WaiterQueued { .. } => self.batch_age_ms(at_unix_ms),
+            _ => 0,
+        };
         let left_ms = self.update(|lessor, now_ms| {
             match effect {
                 Effect::LeaseRenewed {
@@ -153,7 +195,10 @@ impl Timers {
                     name,
                     lease,
                     wait_ms,
-                } => lessor.wait_started(name.clone(), *lease, *wait_ms, now_ms),
+                } => {
+                    let left_ms = wait_ms.saturating_sub(queued_ms_ago);
+                    lessor.wait_started(name.clone(), *lease, left_ms, now_ms);
+                }
                 Effect::ReleaseFailed { .. }
                 | Effect::FencedPutRefused { .. }
                 | Effect::Audited(_) => {}
@@ -163,9 +208,9 @@ impl Timers {
         Some(Duration::from_millis(left_ms))
     }
 
-    /// The command of a handed-out item applied.
-    pub fn done(&self, due: &Due) {
-        self.update(|lessor, _| lessor.done(due));
+    /// The command of handed-out items applied.
+    pub fn done(&self, items: &[Due]) {
+        self.update(|lessor, _| items.iter().for_each(|due| lessor.done(due)));
     }
 
     /// Forgets every deadline and arms those of `state` from now (after a
@@ -249,6 +294,37 @@ mod tests {
         assert_eq!(timers.take_due(10), vec![cancel]);
         clock.advance(Duration::from_millis(200));
         assert!(matches!(&timers.take_due(10)[..], [Due::EndHold { .. }]));
+    }
+
+    #[test]
+    fn a_wait_counts_from_when_this_node_formed_its_batch() {
+        let clock = Arc::new(ManualClock::starting_now());
+        let timers = Timers::new(clock.clone(), Duration::ZERO);
+        let name = LockName::parse("q").unwrap();
+        let queued = |lease| Effect::WaiterQueued {
+            name: name.clone(),
+            lease: LeaseId(lease),
+            wait_ms: 1_000,
+        };
+        let cancel = |lease| Due::CancelWait {
+            name: name.clone(),
+            lease: LeaseId(lease),
+        };
+        timers.batch_formed(42);
+        clock.advance(Duration::from_millis(300));
+        timers.effect(&queued(1), 42); // formed here 300 ms ago
+        timers.effect(&queued(2), 41); // another node's batch: from now
+        clock.advance(Duration::from_millis(699));
+        assert!(timers.take_due(9).is_empty());
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(timers.take_due(9), vec![cancel(1)]);
+        clock.advance(Duration::from_millis(299));
+        assert!(timers.take_due(9).is_empty());
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(timers.take_due(9), vec![cancel(2)]);
+        // Applied longer after its forming than its whole wait: due now.
+        timers.effect(&queued(3), 42);
+        assert_eq!(timers.take_due(9), vec![cancel(3)]);
     }
 
     #[test]

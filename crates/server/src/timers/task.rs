@@ -8,7 +8,10 @@
 //! [`WEIGHT_IN_FLIGHT_MAX`] is in flight, so one group commit never frees a
 //! million locks under the state's write lock while clients wait (a lease
 //! holds at most `LOCKS_PER_LEASE_MAX`, so one item alone is always
-//! bounded). A due item stays armed (re-armed a little later) until
+//! bounded). Wait timeouts due together go as one `TimeOutWaits` of at most
+//! [`WAITS_PER_COMMAND_MAX`] (each weighs one): a hundred thousand waits
+//! ending within seconds cost a few hundred log entries, not a hundred
+//! thousand proposals. A due item stays armed (re-armed a little later) until
 //! its command's effect removes it, so a proposal lost to a leadership
 //! change is retried by whoever leads next.
 
@@ -37,13 +40,16 @@ pub const PROPOSALS_IN_FLIGHT_MAX: usize = 256;
 /// heavier than this alone is proposed when nothing else is in flight.
 pub const WEIGHT_IN_FLIGHT_MAX: usize = 8_192;
 
+/// Wait timeouts proposed as one command, at most.
+pub const WAITS_PER_COMMAND_MAX: usize = 256;
+
 /// Longest sleep while leading (deadlines and leadership changes wake the
 /// task sooner; this bounds the cost of a missed wake-up).
 const POLL_MAX: Duration = Duration::from_millis(100);
 
-/// A proposal in flight: the item, its weight, and whether its command
-/// applied.
-type InFlight = Pin<Box<dyn Future<Output = (Due, usize, Result<(), String>)> + Send>>;
+/// A proposal in flight: its items, their weight, and whether their
+/// command applied.
+type InFlight = Pin<Box<dyn Future<Output = (Vec<Due>, usize, Result<(), String>)> + Send>>;
 
 /// Starts the timer task; it ends when `raft` shuts down. `weigh` says
 /// what an item frees (see [`WEIGHT_IN_FLIGHT_MAX`]).
@@ -93,13 +99,14 @@ pub(super) async fn run<T, F>(
             tracing::info!(leading, "leadership changed");
         }
         while leading && has_room(in_flight.len(), weight_in_flight) {
-            let Some(item) = timers.take_due(1).pop() else {
+            let items = take_next(&timers, weight_in_flight);
+            if items.is_empty() {
                 break;
-            };
-            let weight = weigh(&item);
+            }
+            let weight = items.iter().map(&weigh).sum::<usize>();
             weight_in_flight += weight;
-            let proposal = propose(item.command());
-            in_flight.push(Box::pin(async move { (item, weight, proposal.await) }));
+            let proposal = propose(Due::command_for_all(&items));
+            in_flight.push(Box::pin(async move { (items, weight, proposal.await) }));
         }
         // Not leading: nothing to propose, whatever is overdue. Full: what
         // is due waits for a proposal to complete.
@@ -108,16 +115,29 @@ pub(super) async fn run<T, F>(
         tokio::select! {
             () = sleep_until(wake_at), if sleeps => {}
             () = timers.wake.notified(), if sleeps => {}
-            Some((due, weight, applied)) = in_flight.next(), if !in_flight.is_empty() => {
+            Some((items, weight, applied)) = in_flight.next(), if !in_flight.is_empty() => {
                 weight_in_flight -= weight;
                 match applied {
-                    Ok(()) => timers.done(&due),
-                    Err(error) => tracing::debug!(?due, %error, "timer proposal failed; will retry"),
+                    Ok(()) => timers.done(&items),
+                    Err(error) => tracing::debug!(first = ?items[0], count = items.len(), %error,
+                        "timer proposal failed; will retry"),
                 }
             }
             changed = leadership.changed() => if changed.is_err() { return },
         }
     }
+}
+
+/// The items of the next proposal: the next due item, and if it is a wait
+/// timeout the wait timeouts due after it, up to [`WAITS_PER_COMMAND_MAX`]
+/// and the weight left (empty: nothing is due).
+fn take_next(timers: &Timers, weight_in_flight: usize) -> Vec<Due> {
+    let mut items = timers.take_due(1);
+    if let [Due::CancelWait { .. }] = items[..] {
+        let room = WEIGHT_IN_FLIGHT_MAX.saturating_sub(weight_in_flight + 1);
+        items.extend(timers.take_due_waits(room.min(WAITS_PER_COMMAND_MAX - 1)));
+    }
+    items
 }
 
 /// Whether another item may be proposed with `count` proposals of total

@@ -209,3 +209,41 @@ async fn a_follower_with_overdue_deadlines_does_not_spin() {
     }
     assert_eq!(looks.load(Ordering::SeqCst), 1, "it waits for leadership");
 }
+
+#[tokio::test(start_paused = true)]
+async fn waits_due_together_go_as_bounded_batches_each_wait_once() {
+    let timers = timers(0);
+    let waits = 2 * WAITS_PER_COMMAND_MAX + 3;
+    timers.update(|lessor, now_ms| {
+        for i in 0..waits {
+            let name = LockName::parse(&format!("queue/{i:04}")).unwrap();
+            lessor.wait_started(name, LeaseId(1 + i as u64 % 7), 100, now_ms);
+        }
+        // Due at the same millisecond, ordered before the waits.
+        let held = LockName::parse("held").unwrap();
+        lessor.hold_started(held, leasehold_core::Token(1), 100, now_ms);
+    });
+    let (_leader, leadership) = watch::channel(true);
+    let (seen, propose) = recorder(Instant::now());
+    spawn_leading_when_told(timers.clone(), leadership, propose);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+
+    let seen = seen.lock().unwrap().clone();
+    let mut sizes = Vec::new();
+    let mut timed_out = std::collections::BTreeSet::new();
+    for (_, command) in seen {
+        match command {
+            Command::EndHold { .. } => sizes.push(1),
+            Command::TimeOutWaits { waits } => {
+                sizes.push(waits.len());
+                timed_out.extend(waits);
+            }
+            other => panic!("unexpected proposal {other:?}"),
+        }
+    }
+    let batch = WAITS_PER_COMMAND_MAX;
+    assert_eq!(sizes, vec![1, batch, batch, 3]);
+    assert_eq!(timed_out.len(), waits, "each wait once");
+    let armed = timers.update(|lessor, _| lessor.timer_count());
+    assert_eq!(armed, 0, "every applied item disarmed");
+}
