@@ -52,6 +52,8 @@ pub mod samples;
 mod serve;
 pub mod sinks;
 pub mod storage;
+#[cfg(test)]
+mod test_commands;
 pub mod timers;
 pub mod tls;
 pub mod waiters;

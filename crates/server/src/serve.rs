@@ -93,6 +93,7 @@ pub async fn serve_on(
         node_id: config.node_id,
         raft: raft.clone(),
         refusals,
+        wait_cancels: crate::api::wait_cancels::WaitCancels::spawn(proposer.clone()),
         proposer,
         quorum,
         disk,

@@ -5,7 +5,8 @@ use super::propose::{Acquisition, Proposal};
 use super::wait::QueuedWait;
 use super::{check_lease_id, check_request_size, ApiError, Node};
 use crate::auth::Caller;
-use leasehold_core::{Acquire, LockName, RequestId, Token};
+use crate::raft::quorum::Standing;
+use leasehold_core::{Acquire, LeaseId, LockName, RequestId, Revision, State, Token};
 use leasehold_proto::v1::{AcquireRequest, AcquireResponse};
 use std::sync::Arc;
 
@@ -52,7 +53,7 @@ fn granted(node: &Node, token: Token, already_held: bool, waited_ms: u64) -> Acq
 }
 
 /// Where a queued acquire's lease stands in the state now.
-enum Standing {
+enum WaitStanding {
     /// It holds the lock.
     Holds(Token),
     /// It is in the lock's queue.
@@ -61,17 +62,27 @@ enum Standing {
     Gone,
 }
 
-fn standing(node: &Node, wait: &QueuedWait) -> Standing {
-    node.state.read(|state| {
-        let Some(lock) = state.lock(wait.name()) else {
-            return Standing::Gone;
-        };
-        match &lock.holder {
-            Some(holder) if holder.lease == wait.lease() => Standing::Holds(holder.token),
-            _ if lock.waiters.iter().any(|w| w.lease == wait.lease()) => Standing::Queued,
-            _ => Standing::Gone,
-        }
-    })
+fn standing(node: &Node, wait: &QueuedWait) -> WaitStanding {
+    node.state
+        .read(|state| standing_in(state, wait.name(), wait.lease()))
+}
+
+fn standing_in(state: &State, name: &LockName, lease: LeaseId) -> WaitStanding {
+    let Some(lock) = state.lock(name) else {
+        return WaitStanding::Gone;
+    };
+    match &lock.holder {
+        Some(holder) if holder.lease == lease => WaitStanding::Holds(holder.token),
+        _ if lock.waiters.iter().any(|w| w.lease == lease) => WaitStanding::Queued,
+        _ => WaitStanding::Gone,
+    }
+}
+
+/// The applied revision, if `lease` is in `name`'s queue at it (both read
+/// at once: a wake after it is news to a wait registered before).
+fn queued_at(state: &State, name: &LockName, lease: LeaseId) -> Option<Revision> {
+    let queued = matches!(standing_in(state, name, lease), WaitStanding::Queued);
+    queued.then(|| state.revision())
 }
 
 async fn acquire_now(
@@ -105,6 +116,18 @@ async fn acquire_queued(
         acquire.lease,
         acquire.wait_ms,
     );
+    // Already queued (a retry whose first call the client gave up on): the
+    // acquire would change nothing, so a leader with its quorum waits
+    // without proposing it. The wait registered first, so every later wake
+    // reaches it.
+    let queued = node
+        .state
+        .read(|state| queued_at(state, &acquire.name, acquire.lease));
+    let leads = || matches!(node.quorum.report().standing, Standing::Leader);
+    if let Some(queued_at) = queued.filter(|_| leads()) {
+        let (token, waited_ms) = wait.until_granted(queued_at).await?;
+        return Ok(granted(node, token, false, waited_ms));
+    }
     let (acquisition, acquired_at) = match node.propose(proposal).await {
         Ok(applied) => applied,
         // Refused by the core: nothing was queued.
@@ -127,14 +150,36 @@ async fn acquire_queued(
             // A retried acquire replays its first outcome (`Queued`) even
             // if the wait has ended since: answer from the state then.
             let (token, waited_ms) = match standing(node, &wait) {
-                Standing::Holds(token) => {
+                WaitStanding::Holds(token) => {
                     wait.finish();
                     return Ok(granted(node, token, false, 0));
                 }
-                Standing::Queued => wait.until_granted(acquired_at).await?,
-                Standing::Gone => wait.until_deadline(acquired_at).await?,
+                WaitStanding::Queued => wait.until_granted(acquired_at).await?,
+                WaitStanding::Gone => wait.until_deadline(acquired_at).await?,
             };
             Ok(granted(node, token, false, waited_ms))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_commands::{acquire, grant};
+
+    #[test]
+    fn only_a_lease_in_the_queue_waits_without_proposing_and_from_the_revision_read() {
+        let mut state = State::default();
+        let name = LockName::parse("again").unwrap();
+        let holder = grant(&mut state, 60_000);
+        let (waiter, other) = (grant(&mut state, 60_000), grant(&mut state, 60_000));
+        state.apply(acquire(holder, &name, 0, 0), 0);
+        assert_eq!(queued_at(&state, &name, waiter), None, "not queued yet");
+        state.apply(acquire(waiter, &name, 5_000, 0), 0);
+        assert_eq!(queued_at(&state, &name, waiter), Some(state.revision()));
+        assert_eq!(queued_at(&state, &name, holder), None, "holds it");
+        assert_eq!(queued_at(&state, &name, other), None);
+        let elsewhere = LockName::parse("elsewhere").unwrap();
+        assert_eq!(queued_at(&state, &elsewhere, waiter), None);
     }
 }

@@ -29,6 +29,7 @@ mod services;
 mod session;
 mod stream;
 mod wait;
+pub mod wait_cancels;
 
 pub use auth::AuthApi;
 pub use cluster::ClusterApi;
@@ -55,6 +56,8 @@ pub struct Node {
     /// Group-committing proposer: handlers write through [`Node::propose`],
     /// which types each command's reply.
     pub(crate) proposer: Proposer,
+    /// Where a queued wait whose caller went away sends its cancel.
+    pub(crate) wait_cancels: wait_cancels::WaitCancels,
     /// Whether this node has its quorum, and who it last heard from when.
     pub quorum: Arc<QuorumMonitor>,
     /// Whether this node's disk takes writes (a failed fsync, a full disk).

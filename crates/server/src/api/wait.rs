@@ -12,7 +12,8 @@
 //! the wait propose `CancelWait` itself; on a leader with its quorum the
 //! wait is its own timer's, late only behind a backlog, and it waits up to
 //! [`LEADER_GRACES_MAX`] graces more. If the caller goes away (the RPC
-//! is dropped) before the deadline, the guard proposes `CancelWait` so the
+//! is dropped) before the deadline, the guard has the wait cancelled
+//! (through [`super::wait_cancels`], a bounded number in flight) so the
 //! queue never keeps a waiter nobody listens to (docs/DESIGN.md guarantee
 //! 9); after it, the lessor's timeout is on its way.
 
@@ -184,11 +185,7 @@ impl Drop for QueuedWait {
         if self.finished || self.node.sinks.timers.now() >= self.deadline {
             return;
         }
-        let node = self.node.clone();
-        let cancel = Proposal::cancel_wait(self.lease, self.name.clone(), false);
-        tokio::spawn(async move {
-            let _ = node.propose(cancel).await;
-        });
+        self.node.wait_cancels.cancel(self.lease, self.name.clone());
     }
 }
 

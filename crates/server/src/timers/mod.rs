@@ -19,15 +19,23 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+/// What a wait's timeout weighs in the timer task's budget: more than a
+/// lock freed, because each wakes a caller whose reply the node then
+/// sends. At one each, a group commit timed out 8,192 waits and took 170
+/// ms to apply and answer while other clients waited (docs/DESIGN.md §6d).
+pub const WAIT_TIMEOUT_WEIGHT: usize = 4;
+
 /// What a due item frees, for the timer task's in-flight budget: a lease's
 /// expiry weighs one plus the locks it holds and waits for (read from the
-/// applied state), anything else one.
+/// applied state), a wait's timeout [`WAIT_TIMEOUT_WEIGHT`], anything else
+/// one.
 pub fn weigher(state: SharedState) -> impl Fn(&Due) -> usize + Send + 'static {
     move |due| match due {
         Due::ExpireLease { lease, .. } => state.read(|state| {
             let ends = state.lease(*lease);
             1 + ends.map_or(0, |lease| lease.holds.len() + lease.waits.len())
         }),
+        Due::CancelWait { .. } => WAIT_TIMEOUT_WEIGHT,
         _ => 1,
     }
 }
@@ -244,33 +252,7 @@ impl Timers {
 mod tests {
     use super::*;
     use crate::clock::ManualClock;
-    use leasehold_core::{Acquire, Command, OwnerInfo, Reply};
-
-    fn grant(state: &mut State, ttl_ms: u64) -> LeaseId {
-        let owner = OwnerInfo::default();
-        let command = Command::GrantLease {
-            ttl_ms,
-            owner,
-            request_id: None,
-        };
-        match state.apply(command, 0).outcome {
-            Ok(Reply::LeaseGranted { lease, .. }) => lease,
-            other => panic!("grant: {other:?}"),
-        }
-    }
-
-    fn acquire(lease: LeaseId, name: &LockName, wait_ms: u64, max_hold_ms: u64) -> Command {
-        Command::Acquire(Acquire {
-            lease,
-            name: name.clone(),
-            wait_ms,
-            request_id: None,
-            fenced: false,
-            lock_delay_ms: 0,
-            max_hold_ms,
-            metadata: Default::default(),
-        })
-    }
+    use crate::test_commands::{acquire, grant};
 
     #[test]
     fn a_rebuild_arms_leases_holds_and_waits_from_now() {

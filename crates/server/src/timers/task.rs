@@ -99,7 +99,7 @@ pub(super) async fn run<T, F>(
             tracing::info!(leading, "leadership changed");
         }
         while leading && has_room(in_flight.len(), weight_in_flight) {
-            let items = take_next(&timers, weight_in_flight);
+            let items = take_next(&timers, weight_in_flight, &weigh);
             if items.is_empty() {
                 break;
             }
@@ -130,11 +130,12 @@ pub(super) async fn run<T, F>(
 
 /// The items of the next proposal: the next due item, and if it is a wait
 /// timeout the wait timeouts due after it, up to [`WAITS_PER_COMMAND_MAX`]
-/// and the weight left (empty: nothing is due).
-fn take_next(timers: &Timers, weight_in_flight: usize) -> Vec<Due> {
+/// and the weight left (each weighs as the first; empty: nothing is due).
+fn take_next(timers: &Timers, weight_in_flight: usize, weigh: impl Fn(&Due) -> usize) -> Vec<Due> {
     let mut items = timers.take_due(1);
-    if let [Due::CancelWait { .. }] = items[..] {
-        let room = WEIGHT_IN_FLIGHT_MAX.saturating_sub(weight_in_flight + 1);
+    if let [first @ Due::CancelWait { .. }] = &items[..] {
+        let each = weigh(first).max(1);
+        let room = WEIGHT_IN_FLIGHT_MAX.saturating_sub(weight_in_flight + each) / each;
         items.extend(timers.take_due_waits(room.min(WAITS_PER_COMMAND_MAX - 1)));
     }
     items

@@ -247,3 +247,31 @@ async fn waits_due_together_go_as_bounded_batches_each_wait_once() {
     let armed = timers.update(|lessor, _| lessor.timer_count());
     assert_eq!(armed, 0, "every applied item disarmed");
 }
+
+#[tokio::test(start_paused = true)]
+async fn wait_timeouts_in_flight_are_bounded_by_their_weight() {
+    let timers = timers(0);
+    timers.update(|lessor, now_ms| {
+        for i in 0..3_000 {
+            let name = LockName::parse(&format!("queue/{i:04}")).unwrap();
+            lessor.wait_started(name, LeaseId(1), 100, now_ms);
+        }
+    });
+    let waits_in_flight = Arc::new(AtomicUsize::new(0));
+    let counter = waits_in_flight.clone();
+    let propose = move |command: Command| {
+        if let Command::TimeOutWaits { waits } = command {
+            counter.fetch_add(waits.len(), Ordering::SeqCst);
+        }
+        std::future::pending::<Result<(), String>>()
+    };
+    let weigh = |due: &Due| match due {
+        Due::CancelWait { .. } => 4,
+        _ => 1,
+    };
+    let (_leader, leadership) = watch::channel(true);
+    tokio::spawn(run(timers, leadership, |leads| *leads, weigh, propose));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let in_flight = waits_in_flight.load(Ordering::SeqCst);
+    assert_eq!(in_flight, WEIGHT_IN_FLIGHT_MAX / 4);
+}
