@@ -266,12 +266,12 @@ async fn wait_timeouts_in_flight_are_bounded_by_their_weight() {
         std::future::pending::<Result<(), String>>()
     };
     let weigh = |due: &Due| match due {
-        Due::CancelWait { .. } => 4,
+        Due::CancelWait { .. } => crate::timers::WAIT_TIMEOUT_WEIGHT,
         _ => 1,
     };
     let (_leader, leadership) = watch::channel(true);
     tokio::spawn(run(timers, leadership, |leads| *leads, weigh, propose));
     tokio::time::sleep(Duration::from_millis(200)).await;
     let in_flight = waits_in_flight.load(Ordering::SeqCst);
-    assert_eq!(in_flight, WEIGHT_IN_FLIGHT_MAX / 4);
+    assert_eq!(in_flight, WAITS_PER_COMMAND_MAX, "one command's worth");
 }
