@@ -108,7 +108,12 @@ impl Holders {
     /// The state was replaced (snapshot, start-up): its holders count from
     /// their grants, on the offset of now.
     pub fn reset(&self) {
-        let offset = self.offset_now(0, wall_unix_ms());
+        self.reset_on_wall(wall_unix_ms());
+    }
+
+    /// [`Holders::reset`] with the wall clock reading `wall_ms`.
+    fn reset_on_wall(&self, wall_ms: u64) {
+        let offset = self.offset_now(0, wall_ms);
         *self.epochs.lock().expect("holders poisoned") = VecDeque::from([(Token(0), offset)]);
     }
 }
@@ -135,8 +140,10 @@ mod tests {
     fn a_grant_older_than_the_sink_counts_from_its_grant() {
         let clock = Arc::new(ManualClock::starting_now());
         let holders = Holders::new(clock.clone());
-        holders.reset();
-        let acquired = wall_unix_ms() - 60_000;
+        // One wall reading: a second one could fall a millisecond later.
+        let wall = wall_unix_ms();
+        holders.reset_on_wall(wall);
+        let acquired = wall - 60_000;
         let held = holders.held_for(Token(4), acquired).expect("held");
         assert!(held >= Duration::from_secs(60), "{held:?}");
         assert!(held < Duration::from_secs(61), "{held:?}");
