@@ -14,22 +14,47 @@
 //! without a digest (0, an older client) always gets the list. FNV-1a over
 //! the name, mixed with the token by SplitMix64's finaliser: stable across
 //! builds and platforms, as the two sides may be different builds.
+//!
+//! The digest of no holds, [`NO_HOLDS_DIGEST`], is that of no other set:
+//! a renewer that knows of no hold (one attached to a lease whose locks
+//! another process took, `leasehold lease keepalive`) has none to lose, so
+//! its renewal gets no list either, whatever the lease holds, and the
+//! server does not even compute its own digest. Before, such renewers were
+//! sent the full list at every renewal: a thousand of them over a thousand
+//! locks each stalled other clients up to 0.4-0.7 s once per renewal
+//! interval (the storm workload's baseline, docs/DESIGN.md §6d).
 
-/// The digest of the holds `(name, token)`; never 0.
+/// The digest of the holds `(name, token)`; never 0, and
+/// [`NO_HOLDS_DIGEST`] only for no holds.
 pub fn holdings_digest<'a>(holds: impl IntoIterator<Item = (&'a str, u64)>) -> u64 {
+    let mut holds = holds.into_iter().peekable();
+    if holds.peek().is_none() {
+        return NO_HOLDS_DIGEST;
+    }
     let sum = holds
-        .into_iter()
         .map(|(name, token)| hold_hash(name, token))
         .fold(SEED, u64::wrapping_add);
-    if sum == 0 {
-        SEED
+    some_holds_digest(sum)
+}
+
+/// The digest of a non-empty set whose sum is `sum`: a sum of 0 or of the
+/// seed (one chance in 2^64 each) is moved off both.
+fn some_holds_digest(sum: u64) -> u64 {
+    if sum == 0 || sum == NO_HOLDS_DIGEST {
+        SOME_HOLDS_STAND_IN
     } else {
         sum
     }
 }
 
-/// The digest of no holds (and the stand-in for a sum that came to 0).
+/// What the sum of a set's hashes starts from.
 const SEED: u64 = 0x6c65_6173_6568_6f6c;
+
+/// The digest of no holds (the seed): a renewal carrying it is sent no list.
+pub const NO_HOLDS_DIGEST: u64 = SEED;
+
+/// The digest of a non-empty set whose sum came to 0 or to the seed.
+const SOME_HOLDS_STAND_IN: u64 = SEED ^ 1;
 
 fn hold_hash(name: &str, token: u64) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
@@ -67,5 +92,15 @@ mod tests {
         // protocol change.
         assert_eq!(holdings_digest([]), SEED);
         assert_eq!(holdings_digest([("jobs/a", 7)]), 0x2505_1ecf_7f2a_c839);
+    }
+
+    #[test]
+    fn only_no_holds_has_the_digest_of_no_holds() {
+        assert_eq!(holdings_digest([]), NO_HOLDS_DIGEST);
+        // The two sums a non-empty set could reach by chance.
+        assert_ne!(some_holds_digest(0), NO_HOLDS_DIGEST);
+        assert_ne!(some_holds_digest(NO_HOLDS_DIGEST), NO_HOLDS_DIGEST);
+        assert_ne!(some_holds_digest(0), 0);
+        assert_eq!(some_holds_digest(42), 42);
     }
 }

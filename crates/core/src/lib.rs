@@ -55,7 +55,7 @@ mod wait_set;
 pub use command::{Acquire, Command, OwnerInfo};
 pub use error::LockError;
 pub use fenced::{check_fenced_value, FencedEntry, FencedKey};
-pub use holdings_digest::holdings_digest;
+pub use holdings_digest::{holdings_digest, NO_HOLDS_DIGEST};
 pub use ids::{LeaseId, RequestId, Revision, Token};
 pub use lease::Lease;
 pub use limits::Limit;

@@ -220,7 +220,8 @@ async fn a_renewal_lists_what_the_lease_holds_and_how_the_server_ended_the_rest(
 
 /// A renewal carrying the digest of exactly the holds the lease has leaves
 /// the list out (a lease of a thousand locks is not listed at every
-/// renewal); a digest that differs, or none, gets the list.
+/// renewal); a digest that differs, or none, gets the list; the digest of
+/// no holds gets none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_renewal_that_knows_the_holds_is_not_told_them_again() {
     let (server, mut leases, mut locks) = TestServer::start_with_clients().await;
@@ -252,5 +253,10 @@ async fn a_renewal_that_knows_the_holds_is_not_told_them_again() {
     assert_eq!(listed.held.len(), 2);
     let listed = renew(0).await.holdings.expect("no digest gets the list");
     assert_eq!(listed.held.len(), 2);
+    // A renewer that knows of no hold (attached to the lease, its locks
+    // taken elsewhere) has none to lose: no list, although the lease holds two.
+    let knows_none = leasehold_core::holdings_digest([]);
+    assert_eq!(knows_none, leasehold_core::NO_HOLDS_DIGEST);
+    assert_eq!(renew(knows_none).await.holdings, None);
     server.stop().await;
 }

@@ -77,6 +77,11 @@ pub fn holdings_if_changed(
     lease: LeaseId,
     known_digest: u64,
 ) -> Option<pb::LeaseHoldings> {
+    if known_digest == leasehold_core::NO_HOLDS_DIGEST {
+        // It knows of no hold, so none can be taken from it: no list, and
+        // no walk of a lease's thousand holds under the read lock.
+        return None;
+    }
     let unchanged = known_digest != 0
         && node.state.read(|state| {
             let held = state
