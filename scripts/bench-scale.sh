@@ -11,6 +11,7 @@
 #   scripts/bench-scale.sh waiters BIN... # 100 leases x 1000 locks = 100,000 waits timing out together
 #   scripts/bench-scale.sh three-nodes    # uncontended, 3 Leasehold nodes beside 3 etcd nodes
 #   scripts/bench-scale.sh storm 'BIN [SERVE ARGS]'...  # mass expiry (ttl TTL, default 10 s), each variant in turn
+#   scripts/bench-scale.sh allocator 'ENV...'...  # hold under each environment; RSS, glibc malloc_stats, malloc_trim (gdb)
 #
 # `heap` needs heaptrack, `three-nodes` etcd 3.4 (see scripts/etcd-cluster.sh).
 set -euo pipefail
@@ -173,6 +174,30 @@ storm() {
     done
 }
 
+# allocator 'ENV...'...: for each set of environment assignments (e.g.
+# 'MALLOC_ARENA_MAX=1', 'LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2',
+# or '' for none), a fresh server under it holds the state; then its RSS,
+# glibc's malloc_stats (what is in use against what it took from the system)
+# and the RSS after malloc_trim(0), both called in the process by gdb.
+allocator() {
+    for envs in "$@"; do
+        local addr="127.0.0.1:$(free_port)" dir="$work/a-$RANDOM"
+        # shellcheck disable=SC2086 # the assignments split on purpose
+        env $envs "$bin" serve --listen "$addr" --data-dir "$dir" >>"$dir.log" 2>&1 &
+        served=$!
+        pids+=("$served")
+        ready "$addr"
+        hold "$addr" "$served"
+        sleep "${SETTLE:-15}"
+        echo "== ${envs:-(defaults)} ($leases x $locks): RSS $(rss_of "$served")"
+        gdb -p "$served" -batch -ex 'call (void)malloc_stats()' -ex 'call (int)malloc_trim(0)' >/dev/null 2>&1 || true
+        echo "after malloc_trim(0): RSS $(rss_of "$served")"
+        grep -aA2 "^Total (incl. mmap)" "$dir.log" | tail -2 || true
+        kill -9 "$holding" "$served" 2>/dev/null || true
+        wait "$holding" "$served" 2>/dev/null || true
+    done
+}
+
 three_nodes() {
     local addrs=() peers="" eps="" n
     for n in 1 2 3; do
@@ -204,8 +229,9 @@ catchup) catchup ;;
 waiters) waiters "${@:-$bin}" ;;
 three-nodes) three_nodes ;;
 storm) storm "${@:-$bin}" ;;
+allocator) allocator "${@:-}" ;;
 *)
-    echo "usage: $0 rss|heap|restart|catchup|waiters|three-nodes [BIN...]" >&2
+    echo "usage: $0 rss|heap|restart|catchup|waiters|three-nodes|storm|allocator [BIN...|ENV...]" >&2
     exit 2
     ;;
 esac

@@ -47,7 +47,7 @@ impl State {
             let written = self.fenced.get(&key);
             let owner = writer_lease.and_then(|lease| self.leases.get(&lease));
             effects.push(Effect::FencedPutRefused {
-                owner: owner.map_or_else(String::new, |row| row.owner.owner.clone()),
+                owner: owner.map_or_else(String::new, |row| row.owner.owner().to_owned()),
                 highest: written.map(|entry| entry.token),
                 highest_lock: written.map(|entry| entry.lock.clone()),
                 key,

@@ -128,7 +128,7 @@ impl State {
             return Err(LockError::Unfenced { name: f.name });
         }
         let lease = holder.lease;
-        let owner = self.leases[&lease].owner.owner.clone();
+        let owner = self.leases[&lease].owner.owner().to_owned();
         let first_effect = effects.len();
         let released = if f.revoke_lease {
             match self.end_lease(lease, false, at_unix_ms, effects) {

@@ -129,7 +129,6 @@ impl<'de> Visitor<'de> for StoredVisitor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::OwnerInfo;
 
     fn id(raw: &str) -> RequestId {
         RequestId::parse(raw).unwrap().expect("not empty")
@@ -140,8 +139,7 @@ mod tests {
         Box::new(Lease {
             id: lease,
             ttl_ms: 10_000,
-            owner: OwnerInfo::default(),
-            granted_revision: crate::Revision(lease.0),
+            owner: Default::default(),
             granted_unix_ms: 0,
             renewed_unix_ms: 0,
             renewals: 0,

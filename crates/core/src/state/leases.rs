@@ -66,8 +66,7 @@ impl State {
         let lease = Lease {
             id,
             ttl_ms,
-            owner,
-            granted_revision: self.revision,
+            owner: owner.into(),
             granted_unix_ms: at_unix_ms,
             renewed_unix_ms: at_unix_ms,
             renewals: 0,
@@ -78,7 +77,7 @@ impl State {
             principal,
         };
         self.auth.count(lease.principal.as_ref(), |u| u.leases += 1);
-        let owner = lease.owner.owner.clone();
+        let owner = lease.owner.owner().to_owned();
         self.leases.insert(id, Box::new(lease));
         effects.push(Effect::LeaseRenewed {
             lease: id,
@@ -104,7 +103,7 @@ impl State {
         };
         row.renewed_unix_ms = at_unix_ms;
         row.renewals += 1;
-        let (ttl_ms, renewals, owner) = (row.ttl_ms, row.renewals, row.owner.owner.clone());
+        let (ttl_ms, renewals, owner) = (row.ttl_ms, row.renewals, row.owner.owner().to_owned());
         let held = self.held_by(lease);
         let held = held
             .take(crate::outcome::RENEWAL_NAMES_LOGGED)
@@ -179,7 +178,7 @@ impl State {
             true => (FreeCause::LeaseExpired, WaitEndCause::LeaseExpired),
             false => (FreeCause::LeaseRevoked, WaitEndCause::LeaseRevoked),
         };
-        let owner: Arc<str> = row.owner.owner.as_str().into();
+        let owner: Arc<str> = row.owner.owner().into();
         // One effect per wait and per held lock, at least: grown once, not
         // doubled ten times for a thousand locks.
         effects.reserve(row.waits.len() + row.holds.len() + 1);

@@ -114,7 +114,7 @@ impl State {
             token,
             from_queue: false,
             max_hold_ms: a.max_hold_ms,
-            owner: row.owner.owner.clone(),
+            owner: row.owner.owner().to_owned(),
         });
         Reply::Acquired {
             token,
@@ -189,7 +189,10 @@ impl State {
         at_unix_ms: u64,
         effects: &mut Vec<Effect>,
     ) {
-        let owner = self.leases.get(&lease).map(|row| row.owner.owner.clone());
+        let owner = self
+            .leases
+            .get(&lease)
+            .map(|row| row.owner.owner().to_owned());
         let nearby = match error {
             LockError::NoSuchLock { nearby, .. } => nearby.clone(),
             _ => Vec::new(),
@@ -299,7 +302,7 @@ impl State {
         if !row.waits.remove(name) {
             return false;
         }
-        let owner = row.owner.owner.clone();
+        let owner = row.owner.owner().to_owned();
         let principal = row.principal.clone();
         self.auth.count(principal.as_ref(), |u| u.waiters -= 1);
         let lock = self.locks.get_mut(name).expect("waited-for lock missing");
@@ -386,7 +389,7 @@ impl State {
             acquired_unix_ms: holder.acquired_unix_ms,
             cause,
             forced: None,
-            owner: row.owner.owner.as_str().into(),
+            owner: row.owner.owner().into(),
         });
     }
 
@@ -431,7 +434,7 @@ impl State {
             token,
             from_queue: true,
             max_hold_ms: waiter.max_hold_ms,
-            owner: row.owner.owner.clone(),
+            owner: row.owner.owner().to_owned(),
         });
     }
 }

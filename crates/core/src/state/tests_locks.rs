@@ -142,7 +142,7 @@ fn release_of_an_unknown_name_suggests_near_misses() {
     let failed: Vec<_> = state.failed_releases().collect();
     assert_eq!(failed.len(), 1);
     // Remembered with the owner and the near miss, for `diagnose`.
-    assert_eq!(failed[0].owner, state.lease(a).unwrap().owner.owner);
+    assert_eq!(failed[0].owner, state.lease(a).unwrap().owner.owner());
     assert_eq!(failed[0].nearby, vec!["jobs/nightly".to_owned()]);
     assert!(matches!(
         &applied.effects[..],

@@ -1,7 +1,7 @@
 //! Conversions between wire messages and core types, in one place.
 
 use super::Node;
-use leasehold_core::{Lease, LeaseId, LockView, OwnerInfo, State};
+use leasehold_core::{Lease, LeaseId, LeaseOwner, LockView, OwnerInfo, State};
 use leasehold_proto::v1 as pb;
 
 /// Wire owner → core owner (validated later by the command).
@@ -16,15 +16,15 @@ pub fn owner_from_wire(owner: Option<pb::OwnerInfo>) -> OwnerInfo {
     }
 }
 
-/// Core owner → wire owner.
-pub fn owner_to_wire(owner: &OwnerInfo) -> pb::OwnerInfo {
+/// A lease row's owner → wire owner.
+pub fn owner_to_wire(owner: &LeaseOwner) -> pb::OwnerInfo {
     pb::OwnerInfo {
-        owner: owner.owner.clone(),
-        host: owner.host.clone(),
-        pid: owner.pid,
-        process_start_unix_ms: owner.process_start_unix_ms,
+        owner: owner.owner().to_owned(),
+        host: owner.host().to_owned(),
+        pid: owner.pid(),
+        process_start_unix_ms: owner.process_start_unix_ms(),
         labels: owner
-            .labels
+            .labels()
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
@@ -59,7 +59,7 @@ pub fn lease_to_wire(node: &Node, state: &State, lease: &Lease) -> pb::LeaseInfo
         owner: Some(owner_to_wire(&lease.owner)),
         holds: lease.holds.iter().map(|n| n.to_string()).collect(),
         waits: lease.waits.iter().map(|n| n.to_string()).collect(),
-        granted_revision: lease.granted_revision.0,
+        granted_revision: lease.granted_revision().0,
         granted_unix_ms: lease.granted_unix_ms as i64,
         renewed_unix_ms: lease.renewed_unix_ms as i64,
         held: held_to_wire(state, lease.id),
