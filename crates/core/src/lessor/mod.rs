@@ -9,9 +9,10 @@
 //! renewal (docs/DESIGN.md guarantee 5); only the leader acts on it, by
 //! proposing each [`Due`] item's command through the replicated log.
 //!
-//! Indexed both ways, by key and by deadline (`BTreeMap` + `BTreeSet`), so
-//! arming, disarming, the earliest deadline and each due item cost
-//! O(log n): no operation scans every timer, and [`Lessor::take_due`] hands
+//! Indexed both ways, by key and by deadline (`BTreeMap`, or for leases the
+//! id-sorted `LeaseTable`, + `BTreeSet`), so arming, disarming, the earliest
+//! deadline and each due item cost O(log n) (amortized): no operation scans
+//! every timer, and [`Lessor::take_due`] hands
 //! out at most `max` items, so a storm of expiries is proposed in bounded
 //! batches.
 //!
@@ -26,6 +27,7 @@
 //!   whoever leads next.
 
 mod due;
+mod lease_table;
 #[cfg(test)]
 mod tests;
 
@@ -33,21 +35,12 @@ pub use due::Due;
 
 use crate::{LeaseId, LockName, Token};
 use due::TimerKey;
+use lease_table::{LeaseTable, LeaseTimer};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// How long a handed-out item waits before it is handed out again if its
 /// proposal did not take effect (e.g. leadership was lost meanwhile), ms.
 pub const RETRY_AFTER_MS: u64 = 500;
-
-/// What the lessor knows of one lease.
-#[derive(Clone, Copy, Debug)]
-struct LeaseTimer {
-    /// When this node applied the latest renewal, + ttl (ms).
-    deadline_ms: u64,
-    /// The lease's renewal count at that renewal: an expiry proposal carries
-    /// it, so a renewal applied in between makes the expiry a no-op.
-    renewals: u64,
-}
 
 /// One armed lock timer.
 #[derive(Clone, Copy, Debug)]
@@ -63,7 +56,7 @@ struct Armed {
 #[derive(Debug, Default)]
 pub struct Lessor {
     /// Each tracked lease's deadline and renewal count.
-    leases: BTreeMap<LeaseId, LeaseTimer>,
+    leases: LeaseTable,
     /// The same leases ordered by raw deadline (without the failover margin).
     lease_index: BTreeSet<(u64, LeaseId)>,
     /// Lock delays, max holds and waits, by key.
@@ -110,7 +103,7 @@ impl Lessor {
 
     /// The lease is gone (revoked or expired).
     pub fn lease_ended(&mut self, lease: LeaseId) {
-        if let Some(old) = self.leases.remove(&lease) {
+        if let Some(old) = self.leases.remove(lease) {
             self.lease_index.remove(&(old.deadline_ms, lease));
         }
     }
@@ -194,7 +187,7 @@ impl Lessor {
     /// Time left before `lease`'s deadline (0 if overdue, without the
     /// failover margin), ms: for display.
     pub fn remaining_ms(&self, lease: LeaseId, now_ms: u64) -> Option<u64> {
-        let timer = self.leases.get(&lease)?;
+        let timer = self.leases.get(lease)?;
         Some(timer.deadline_ms.saturating_sub(now_ms))
     }
 
@@ -265,7 +258,11 @@ impl Lessor {
     }
 
     fn take_lease(&mut self, lease: LeaseId, retry_at_ms: u64) -> Due {
-        let renewals = self.leases[&lease].renewals;
+        let renewals = self
+            .leases
+            .get(lease)
+            .expect("indexed lease is tracked")
+            .renewals;
         self.set_lease(lease, retry_at_ms, renewals);
         Due::ExpireLease { lease, renewals }
     }
