@@ -11,7 +11,7 @@
 //! per-lease memory of retried requests is counted too.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use leasehold_core::{Acquire, Command, LeaseId, LockName, OwnerInfo, Reply, RequestId, State};
 
@@ -94,7 +94,7 @@ fn grant(state: &mut State, l: u32) -> LeaseId {
     let command = Command::GrantLease {
         ttl_ms: 60_000,
         owner,
-        request_id: request_id(u64::from(l)),
+        request_id: request_id(),
     };
     match state.apply(command, 1).outcome {
         Ok(Reply::LeaseGranted { lease, .. }) => lease,
@@ -110,7 +110,7 @@ fn acquire(state: &mut State, lease: LeaseId, l: usize, k: u32) {
         lease,
         name: LockName::parse(&raw).expect("a valid name"),
         wait_ms: 0,
-        request_id: request_id(lease.0 << 20 | u64::from(k)),
+        request_id: request_id(),
         fenced: true,
         lock_delay_ms: 0,
         max_hold_ms: 0,
@@ -121,8 +121,11 @@ fn acquire(state: &mut State, lease: LeaseId, l: usize, k: u32) {
     }
 }
 
-/// A request id shaped like the library's (`<random prefix>.<count>`, base
-/// 36; the count here in hex, as long or shorter).
-fn request_id(n: u64) -> Option<RequestId> {
+/// The next request id, shaped like the library's (`<random prefix>.<count>`,
+/// one count per request; the count here in hex, no longer than the
+/// library's base 36 below 36^6 requests, so kept inline as the server's are).
+fn request_id() -> Option<RequestId> {
+    static SENT: AtomicU64 = AtomicU64::new(0);
+    let n = SENT.fetch_add(1, Ordering::Relaxed);
     RequestId::parse(&format!("3w5e11264sgsf.{n:x}")).expect("a valid request id")
 }

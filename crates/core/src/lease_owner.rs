@@ -3,15 +3,16 @@
 //!
 //! Why: every lease row keeps its owner, and [`OwnerInfo`] takes 72 bytes
 //! in the row (two `String`s, a pid, a start time, the labels) plus a heap
-//! block for each non-empty text. Packed, the row keeps 32 bytes (the
-//! block, the start time, the labels), and the two texts share one block
-//! with an 8-byte header (pid, owner length). With the grant revision gone
-//! from the row too (`lease.rs`), a row takes 216 bytes instead of 264: a
-//! 224-byte allocation instead of 272. A lease whose owner names its host
-//! has one block fewer. The encoding is [`OwnerInfo`]'s, field for field,
-//! so stored snapshots read unchanged; readers take the fields through
-//! accessors.
+//! block for each non-empty text. Packed, the row keeps 24 bytes (the
+//! block's one-word handle, [`ThinBytes`], the start time, the labels), and
+//! the two texts share one block with an 8-byte header (pid, owner length).
+//! A lease whose owner names its host has one block fewer. With the grant
+//! revision gone from the row too (`lease.rs`), a row takes 160 bytes
+//! instead of 264 (docs/DESIGN.md §6d). The encoding is [`OwnerInfo`]'s,
+//! field for field, so stored snapshots read unchanged; readers take the
+//! fields through accessors.
 
+use crate::thin_text::ThinBytes;
 use crate::{Metadata, OwnerInfo};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -22,7 +23,7 @@ const HEADER: usize = 4 + 4;
 /// little-endian), with its process start and labels beside.
 #[derive(Clone, PartialEq, Eq)]
 pub struct LeaseOwner {
-    packed: Box<[u8]>,
+    packed: ThinBytes,
     process_start_unix_ms: u64,
     labels: Metadata,
 }
@@ -47,7 +48,7 @@ impl LeaseOwner {
         packed.extend_from_slice(owner.as_bytes());
         packed.extend_from_slice(host.as_bytes());
         LeaseOwner {
-            packed: packed.into_boxed_slice(),
+            packed: ThinBytes::new(&packed),
             process_start_unix_ms,
             labels,
         }
@@ -55,12 +56,12 @@ impl LeaseOwner {
 
     /// A human name for the owner (service or job name).
     pub fn owner(&self) -> &str {
-        text(&self.packed[HEADER..HEADER + self.owner_len()])
+        text(&self.packed.as_bytes()[HEADER..HEADER + self.owner_len()])
     }
 
     /// Host the owner runs on.
     pub fn host(&self) -> &str {
-        text(&self.packed[HEADER + self.owner_len()..])
+        text(&self.packed.as_bytes()[HEADER + self.owner_len()..])
     }
 
     /// Process id on that host (0 if unknown).
@@ -85,7 +86,7 @@ impl LeaseOwner {
     /// The `N` bytes at `at` in the header.
     fn array<const N: usize>(&self, at: usize) -> [u8; N] {
         let mut bytes = [0; N];
-        bytes.copy_from_slice(&self.packed[at..at + N]);
+        bytes.copy_from_slice(&self.packed.as_bytes()[at..at + N]);
         bytes
     }
 }
@@ -197,11 +198,11 @@ mod tests {
     }
 
     #[test]
-    fn the_row_keeps_32_bytes_and_the_texts_share_one_block() {
-        assert_eq!(std::mem::size_of::<LeaseOwner>(), 32);
+    fn the_row_keeps_24_bytes_and_the_texts_share_one_block() {
+        assert_eq!(std::mem::size_of::<LeaseOwner>(), 24);
         let packed = LeaseOwner::new(info("billing", "web-7"));
         assert_eq!(
-            packed.packed.len(),
+            packed.packed.as_bytes().len(),
             HEADER + "billing".len() + "web-7".len()
         );
     }

@@ -2,10 +2,10 @@
 //! acquire and release alike, so both sides agree byte for byte.
 
 use crate::limits::Limit;
+use crate::thin_text::ThinText;
 use crate::LockError;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
-use std::sync::Arc;
 
 /// Where `leasehold bench` puts its locks (`leasehold-bench/<run>/...`):
 /// the server keeps their events out of the event memory operators read
@@ -16,19 +16,18 @@ pub const BENCH_PREFIX: &str = "leasehold-bench/";
 /// A validated lock name: UTF-8, 1..=[`crate::limits::NAME_BYTES_MAX`] bytes, no
 /// control characters, `/`-separated hierarchy. Byte-exact: no normalisation.
 ///
-/// The text is shared (`Arc<str>`): a held lock's name is the lock table's
-/// key, the lock's own field and an entry of its lease's holds, and clones
-/// share one allocation instead of three (with a million locks held, ~100
-/// bytes a lock). Encoded as a plain string, exactly as the `String` it
-/// replaced, so snapshots and logs written before read the same.
+/// The text is shared ([`ThinText`], a one-word handle): a held lock's name
+/// is the lock table's key and an entry of its lease's holds, and clones
+/// share one allocation. Encoded as a plain string, exactly as the `String`
+/// it replaced, so snapshots and logs written before read the same.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct LockName(Arc<str>);
+pub struct LockName(ThinText);
 
 impl LockName {
     /// Validates `raw` as a lock name. The error names the field `name` and the limit.
     pub fn parse(raw: &str) -> Result<LockName, LockError> {
         check_name_text("name", raw, Limit::NameBytesMax)?;
-        Ok(LockName(Arc::from(raw)))
+        Ok(LockName(ThinText::new(raw)))
     }
 
     /// Builds a name from a namespace and parts, joined by `/`
@@ -56,12 +55,13 @@ impl LockName {
 
     /// The name as text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        self.0.as_str()
     }
 
     /// The namespace: the text before the first `/` (the whole name if none).
     pub fn namespace(&self) -> &str {
-        self.0.split('/').next().unwrap_or(&self.0)
+        let name = self.as_str();
+        name.split('/').next().unwrap_or(name)
     }
 
     /// The prefix the name's holds are filed under: the name up to and
@@ -70,7 +70,7 @@ impl LockName {
     /// use this one rule, so "the usual hold under this prefix" means the
     /// same thing to both.
     pub fn prefix(&self) -> &str {
-        LockName::prefix_of(&self.0)
+        LockName::prefix_of(self.as_str())
     }
 
     /// [`LockName::prefix`] of a name held as text (a name read back from
@@ -190,26 +190,26 @@ impl std::str::FromStr for LockName {
 
 impl fmt::Display for LockName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
 impl std::borrow::Borrow<str> for LockName {
     fn borrow(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl LockName {
     /// Whether both are the same copy of the text (not just equal text).
     pub fn shares_text_with(&self, other: &LockName) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        self.0.ptr_eq(&other.0)
     }
 }
 
 impl Serialize for LockName {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
+        serializer.serialize_str(self.as_str())
     }
 }
 
@@ -217,7 +217,7 @@ impl<'de> Deserialize<'de> for LockName {
     /// Not validated again: names come from the log and snapshots, which
     /// hold only names validated when they were proposed.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<LockName, D::Error> {
-        String::deserialize(deserializer).map(|s| LockName(Arc::from(s)))
+        String::deserialize(deserializer).map(|s| LockName(ThinText::new(&s)))
     }
 }
 
@@ -239,7 +239,7 @@ mod tests {
     fn clones_share_the_text() {
         let name = LockName::parse("jobs/nightly").unwrap();
         let copy = name.clone();
-        assert!(Arc::ptr_eq(&name.0, &copy.0));
+        assert!(name.shares_text_with(&copy));
     }
 
     #[test]

@@ -9,76 +9,71 @@
 //! moves at most a few kilobytes. The encoding is a sequence of names in
 //! order, exactly as a `BTreeSet`'s, so stored snapshots read unchanged.
 //!
-//! The first name is kept inline (a `SmallVec` of one, 24 bytes as a
-//! `Vec`): a lease holding one lock allocates nothing for its set, which
-//! with a million such leases is 32 MB.
+//! A single name is kept inline, and the set takes 16 bytes of its row
+//! (a `Vec` would take 24): a lease holding one lock allocates nothing for
+//! its set, which with a million such leases is 32 MB. Two names or more
+//! are a boxed vector.
 
+use crate::one_or_many::OneOrMany;
 use crate::LockName;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use smallvec::SmallVec;
-
-/// The names: one inline, more on the heap.
-type Names = SmallVec<[LockName; 1]>;
 
 /// Distinct lock names in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NameSet {
-    sorted: Names,
+    /// One inline, two or more on the heap.
+    sorted: OneOrMany<LockName>,
 }
 
 impl NameSet {
     /// Adds `name`; false if it was there already.
     pub fn insert(&mut self, name: LockName) -> bool {
-        match self.sorted.binary_search(&name) {
-            Ok(_) => false,
-            Err(at) => {
-                // Most leases hold one lock or a few: grow those one slot at
-                // a time, bigger sets by doubling.
-                if self.sorted.len() < 4 {
-                    self.sorted.reserve_exact(1);
-                }
-                self.sorted.insert(at, name);
-                true
-            }
+        let Err(at) = self.sorted.as_slice().binary_search(&name) else {
+            return false;
+        };
+        // Most leases hold one lock or a few: grow those one slot at a
+        // time, bigger sets by doubling.
+        if let Some(heap) = self.sorted.heap_mut().filter(|h| h.len() < 4) {
+            heap.reserve_exact(1);
         }
+        self.sorted.insert(at, name);
+        true
     }
 
     /// Removes `name`; false if it was not there.
     pub fn remove(&mut self, name: &LockName) -> bool {
-        match self.sorted.binary_search(name) {
-            Ok(at) => {
-                self.sorted.remove(at);
-                // Give back the slack of a set that shrank a lot, and the
-                // heap block of one that is down to its inline name.
-                let len = self.sorted.len();
-                if self.sorted.capacity() > 4 * len.max(1) || (len <= 1 && self.sorted.spilled()) {
-                    self.sorted.shrink_to_fit();
-                }
-                true
+        let Ok(at) = self.sorted.as_slice().binary_search(name) else {
+            return false;
+        };
+        self.sorted.remove(at);
+        // Give back the slack of a set that shrank a lot.
+        if let Some(heap) = self.sorted.heap_mut() {
+            if heap.capacity() > 4 * heap.len() {
+                heap.shrink_to_fit();
             }
-            Err(_) => false,
         }
+        true
     }
 
     /// Whether `name` is in the set.
     pub fn contains(&self, name: &LockName) -> bool {
-        self.sorted.binary_search(name).is_ok()
+        self.sorted.as_slice().binary_search(name).is_ok()
     }
 
     /// How many names.
     pub fn len(&self) -> usize {
-        self.sorted.len()
+        self.sorted.as_slice().len()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.sorted.is_empty()
+        self.sorted.as_slice().is_empty()
     }
 
     /// Makes each name that is a key of `table` the key's copy of the
     /// text, so the two share it (decoded names each have their own).
     pub fn share_keys_of<V: Clone>(&mut self, table: &imbl::OrdMap<LockName, V>) {
-        for name in &mut self.sorted {
+        for name in self.sorted.as_mut_slice() {
             if let Some((key, _)) = table.get_key_value(name) {
                 *name = key.clone();
             }
@@ -87,7 +82,7 @@ impl NameSet {
 
     /// The names in order.
     pub fn iter(&self) -> std::slice::Iter<'_, LockName> {
-        self.sorted.iter()
+        self.sorted.as_slice().iter()
     }
 }
 
@@ -96,13 +91,13 @@ impl<'a> IntoIterator for &'a NameSet {
     type IntoIter = std::slice::Iter<'a, LockName>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.sorted.iter()
+        self.sorted.as_slice().iter()
     }
 }
 
 impl NameSet {
-    /// The names in order, as a vector (a set that had spilled to the heap
-    /// hands over its block instead of copying it).
+    /// The names in order, as a vector (a set of two or more hands over
+    /// its block instead of copying it).
     pub fn into_vec(self) -> Vec<LockName> {
         self.sorted.into_vec()
     }
@@ -110,26 +105,28 @@ impl NameSet {
 
 impl IntoIterator for NameSet {
     type Item = LockName;
-    type IntoIter = smallvec::IntoIter<[LockName; 1]>;
+    type IntoIter = std::vec::IntoIter<LockName>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.sorted.into_iter()
+        self.into_vec().into_iter()
     }
 }
 
 impl FromIterator<LockName> for NameSet {
     fn from_iter<I: IntoIterator<Item = LockName>>(names: I) -> NameSet {
-        let mut sorted: Names = names.into_iter().collect();
+        let mut sorted: Vec<LockName> = names.into_iter().collect();
         sorted.sort_unstable();
         sorted.dedup();
         sorted.shrink_to_fit();
-        NameSet { sorted }
+        NameSet {
+            sorted: OneOrMany::from_vec(sorted),
+        }
     }
 }
 
 impl Serialize for NameSet {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(&self.sorted)
+        serializer.collect_seq(self.sorted.as_slice())
     }
 }
 
@@ -182,19 +179,51 @@ mod tests {
         for i in 0..999 {
             assert!(set.remove(&name(&format!("n/{i}"))));
         }
-        assert!(set.sorted.capacity() <= 4, "{}", set.sorted.capacity());
+        assert!(matches!(set.sorted, OneOrMany::One(_)), "{:?}", set.sorted);
+        let mut set: NameSet = (0..1000).map(|i| name(&format!("n/{i}"))).collect();
+        for i in 0..990 {
+            assert!(set.remove(&name(&format!("n/{i}"))));
+        }
+        let OneOrMany::Many(names) = &set.sorted else {
+            panic!("ten names are on the heap")
+        };
+        assert!(names.capacity() <= 40, "{}", names.capacity());
     }
 
     #[test]
-    fn a_set_of_one_name_keeps_it_inline() {
+    fn a_set_of_one_name_keeps_it_inline_in_16_bytes() {
+        assert_eq!(std::mem::size_of::<NameSet>(), 16);
         let mut set = NameSet::default();
         set.insert(name("only"));
-        assert_eq!(set.sorted.capacity(), 1);
-        assert!(!set.sorted.spilled(), "one name allocates nothing");
+        assert!(
+            matches!(set.sorted, OneOrMany::One(_)),
+            "one name allocates nothing"
+        );
         set.insert(name("second"));
-        assert!(set.sorted.spilled());
+        assert!(matches!(set.sorted, OneOrMany::Many(_)));
         assert!(set.remove(&name("second")));
-        assert!(!set.sorted.spilled(), "back inline once it shrank to one");
+        assert!(
+            matches!(set.sorted, OneOrMany::One(_)),
+            "back inline once it shrank to one"
+        );
         assert_eq!(set.iter().collect::<Vec<_>>(), [&name("only")]);
+        assert!(set.remove(&name("only")));
+        assert!(set.is_empty() && set.iter().next().is_none());
+    }
+
+    #[test]
+    fn inserts_and_removes_in_any_order_match_a_btree_set() {
+        let mut set = NameSet::default();
+        let mut model = BTreeSet::new();
+        for step in 0u32..400 {
+            let n = name(&format!("k/{}", step.wrapping_mul(7919) % 23));
+            if step % 3 == 2 {
+                assert_eq!(set.remove(&n), model.remove(&n), "remove {n} at {step}");
+            } else {
+                assert_eq!(set.insert(n.clone()), model.insert(n), "insert at {step}");
+            }
+            assert!(set.iter().eq(model.iter()), "at step {step}");
+            assert_eq!(set.len(), model.len());
+        }
     }
 }

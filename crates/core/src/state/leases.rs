@@ -229,13 +229,13 @@ impl State {
         if cause == FreeCause::LeaseExpired && holder.lock_delay_ms > 0 {
             lock.delay = Some(Box::new(LockDelay {
                 token: holder.token,
-                delay_ms: holder.lock_delay_ms,
+                delay_ms: u64::from(holder.lock_delay_ms),
                 since_unix_ms: at_unix_ms,
             }));
             effects.push(Effect::LockDelayStarted {
                 name: name.clone(),
                 token: holder.token,
-                delay_ms: holder.lock_delay_ms,
+                delay_ms: u64::from(holder.lock_delay_ms),
             });
             self.locks.insert(name.clone(), lock);
         } else if !lock.waiters.is_empty() {

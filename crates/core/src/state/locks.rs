@@ -5,6 +5,7 @@
 
 use super::{FailedRelease, State};
 use crate::auth::QuotaKind;
+use crate::lock::term_ms;
 use crate::outcome::{FreeCause, WaitEndCause};
 use crate::{
     limits, nearby, Acquire, Effect, Holder, LeaseId, Lock, LockError, LockName, Outcome, Reply,
@@ -95,8 +96,8 @@ impl State {
             token,
             acquired_unix_ms: at_unix_ms,
             fenced: a.fenced,
-            lock_delay_ms: a.lock_delay_ms,
-            max_hold_ms: a.max_hold_ms,
+            lock_delay_ms: term_ms(a.lock_delay_ms),
+            max_hold_ms: term_ms(a.max_hold_ms),
             metadata: a.metadata.into(),
         };
         let lock = Lock {
@@ -135,8 +136,8 @@ impl State {
             since_unix_ms: at_unix_ms,
             wait_ms: a.wait_ms,
             fenced: a.fenced,
-            lock_delay_ms: a.lock_delay_ms,
-            max_hold_ms: a.max_hold_ms,
+            lock_delay_ms: term_ms(a.lock_delay_ms),
+            max_hold_ms: term_ms(a.max_hold_ms),
             metadata: a.metadata.into(),
         });
         let position = lock.waiters.len() as u32;
@@ -433,7 +434,7 @@ impl State {
             lease: waiter.lease,
             token,
             from_queue: true,
-            max_hold_ms: waiter.max_hold_ms,
+            max_hold_ms: u64::from(waiter.max_hold_ms),
             owner: row.owner.owner().to_owned(),
         });
     }

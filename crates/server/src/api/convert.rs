@@ -120,7 +120,7 @@ pub fn lock_to_wire(node: &Node, state: &State, lock: LockView<'_>) -> pb::LockI
         lease_remaining_ms: remaining_ms(node, holder.lease),
         acquired_unix_ms: holder.acquired_unix_ms as i64,
         fenced: holder.fenced,
-        max_hold_ms: holder.max_hold_ms,
+        max_hold_ms: holder.max_hold_ms.into(),
         lease_renewed_unix_ms: state
             .lease(holder.lease)
             .map_or(0, |l| l.renewed_unix_ms as i64),
@@ -130,7 +130,7 @@ pub fn lock_to_wire(node: &Node, state: &State, lock: LockView<'_>) -> pb::LockI
             .holders
             .held_for(holder.token, holder.acquired_unix_ms)
             .map_or(0, |held| held.as_millis() as u64),
-        lock_delay_ms: holder.lock_delay_ms,
+        lock_delay_ms: holder.lock_delay_ms.into(),
         metadata: holder
             .metadata
             .iter()

@@ -239,7 +239,7 @@ impl Timers {
                 }
                 if let Some(holder) = lock.holder.as_ref().filter(|h| h.max_hold_ms > 0) {
                     let name = lock.name.clone();
-                    lessor.hold_started(name, holder.token, holder.max_hold_ms, now_ms);
+                    lessor.hold_started(name, holder.token, holder.max_hold_ms.into(), now_ms);
                 }
                 for waiter in lock.waiters {
                     let name = lock.name.clone();
