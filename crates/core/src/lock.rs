@@ -70,11 +70,12 @@ pub struct Holder {
 }
 
 /// A lock delay or max hold as a holder or waiter keeps it: 32 bits, so a
-/// lock row takes 64 bytes instead of 72 (a size class down: 16 bytes a
-/// held lock, docs/DESIGN.md §6d). Both limits are far below `u32::MAX`
-/// ms (49 days), and an acquire is checked against them before it is
-/// proposed, so nothing saturates; the encoding (a varint) is the same
-/// as the `u64`'s, so stored rows read unchanged.
+/// lock row takes 64 bytes instead of 72 (docs/DESIGN.md §6d; a size class
+/// down in allocators with classes 8-16 bytes apart, though glibc's block
+/// header and 16-byte rounding put both in 80). Both limits are far below
+/// `u32::MAX` ms (49 days), and an acquire is checked against them before
+/// it is proposed, so nothing saturates; the encoding (a varint) is the
+/// same as the `u64`'s, so stored rows read unchanged.
 pub fn term_ms(ms: u64) -> u32 {
     u32::try_from(ms).unwrap_or(u32::MAX)
 }
