@@ -12,6 +12,7 @@
 #   scripts/bench-scale.sh three-nodes    # uncontended, 3 Leasehold nodes beside 3 etcd nodes
 #   scripts/bench-scale.sh storm 'BIN [SERVE ARGS]'...  # mass expiry (ttl TTL, default 10 s), each variant in turn
 #   scripts/bench-scale.sh allocator 'ENV...'...  # hold under each environment; RSS, glibc malloc_stats, malloc_trim (gdb)
+#   scripts/bench-scale.sh throughput '[ENV...] BIN'...  # uncontended, contended, keep-alive; ROUNDS (2) rounds alternating
 #
 # `heap` needs heaptrack, `three-nodes` etcd 3.4 (see scripts/etcd-cluster.sh).
 set -euo pipefail
@@ -178,7 +179,9 @@ storm() {
 # 'MALLOC_ARENA_MAX=1', 'LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2',
 # or '' for none), a fresh server under it holds the state; then its RSS,
 # glibc's malloc_stats (what is in use against what it took from the system)
-# and the RSS after malloc_trim(0), both called in the process by gdb.
+# and the RSS after malloc_trim(0), both called in the process by gdb
+# (glibc's counters read 0 for a build that links mimalloc, as this
+# project's does since docs/DESIGN.md §6d's seventh pass).
 allocator() {
     for envs in "$@"; do
         local addr="127.0.0.1:$(free_port)" dir="$work/a-$RANDOM"
@@ -195,6 +198,34 @@ allocator() {
         grep -aA2 "^Total (incl. mmap)" "$dir.log" | tail -2 || true
         kill -9 "$holding" "$served" 2>/dev/null || true
         wait "$holding" "$served" 2>/dev/null || true
+    done
+}
+
+# throughput '[ENV...] BIN'...: for each variant in turn, ROUNDS (2) times,
+# a fresh node of BIN (under the environment assignments before it, e.g.
+# 'LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 ./leasehold') is
+# loaded by BIN's own bench: uncontended, contended (16 keys) and
+# keep-alive, 64 clients, SECONDS_PER_RUN (10) each. Side by side, so a
+# noisy hour weighs on every variant alike.
+throughput() {
+    local round variant words b addr dir
+    for round in $(seq 1 "${ROUNDS:-2}"); do
+        for variant in "$@"; do
+            read -r -a words <<<"$variant"
+            b=${words[-1]}
+            addr="127.0.0.1:$(free_port)" dir="$work/t-$RANDOM"
+            env "${words[@]:0:${#words[@]}-1}" "$b" serve --listen "$addr" --data-dir "$dir" >>"$dir.log" 2>&1 &
+            served=$!
+            pids+=("$served")
+            ready "$addr"
+            echo "== round $round: $variant"
+            local seconds=${SECONDS_PER_RUN:-10} ep="http://$addr"
+            "$b" --endpoints "$ep" bench --workload uncontended --clients 64 --seconds "$seconds" | grep -E "cycles|latency"
+            "$b" --endpoints "$ep" bench --workload contended --clients 64 --keys 16 --seconds "$seconds" | grep -E "cycles|handoff"
+            "$b" --endpoints "$ep" bench --workload keepalive --clients 64 --seconds "$seconds" | grep -E "cycles|latency"
+            kill "$served"
+            wait "$served" 2>/dev/null || true
+        done
     done
 }
 
@@ -230,8 +261,9 @@ waiters) waiters "${@:-$bin}" ;;
 three-nodes) three_nodes ;;
 storm) storm "${@:-$bin}" ;;
 allocator) allocator "${@:-}" ;;
+throughput) throughput "$@" ;;
 *)
-    echo "usage: $0 rss|heap|restart|catchup|waiters|three-nodes|storm|allocator [BIN...|ENV...]" >&2
+    echo "usage: $0 rss|heap|restart|catchup|waiters|three-nodes|storm|allocator|throughput [BIN...|ENV...]" >&2
     exit 2
     ;;
 esac

@@ -30,6 +30,14 @@ macro_rules! print {
     };
 }
 
+/// The heap allocator: mimalloc 2.0, not glibc's malloc. Rows this small
+/// pay glibc an 8-byte header and a round-up to 16 bytes each, and the
+/// load's short-lived blocks leave holes between them; mimalloc keeps no
+/// header and size classes 8 to 16 bytes apart. A million one-lock leases:
+/// about 65 MiB less RSS, at the same throughput (docs/DESIGN.md §6d).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod commands;
 mod duration;
 mod error;

@@ -169,7 +169,7 @@ impl State {
                 self.revoke(lease, request_id, at_unix_ms, effects)
             }
             Command::ExpireLease { lease, renewals } => {
-                match self.leases.get(&lease).map(|row| row.renewals) {
+                match self.leases.get(&lease).map(|row| row.renewals()) {
                     Some(current) if current == renewals => {
                         Ok(self.end_lease(lease, true, at_unix_ms, effects))
                     }

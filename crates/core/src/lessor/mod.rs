@@ -9,12 +9,12 @@
 //! renewal (docs/DESIGN.md guarantee 5); only the leader acts on it, by
 //! proposing each [`Due`] item's command through the replicated log.
 //!
-//! Indexed both ways, by key and by deadline (`BTreeMap`, or for leases the
-//! id-sorted `LeaseTable`, + `BTreeSet`), so arming, disarming, the earliest
-//! deadline and each due item cost O(log n) (amortized): no operation scans
-//! every timer, and [`Lessor::take_due`] hands
-//! out at most `max` items, so a storm of expiries is proposed in bounded
-//! batches.
+//! Indexed both ways, by key and by deadline (`BTreeMap` + `BTreeSet`, or
+//! for leases the id-sorted `LeaseTable` + the `DeadlineIndex`), so arming,
+//! disarming, the earliest deadline and each due item cost O(log n)
+//! (amortized): no operation scans every timer, and [`Lessor::take_due`]
+//! hands out at most `max` items, so a storm of expiries is proposed in
+//! bounded batches.
 //!
 //! Two rules carried over from the server's first timer table:
 //! - **Failover margin.** While this node leads, a lease deadline that
@@ -26,6 +26,7 @@
 //!   applied), so a proposal lost to a leadership change is retried by
 //!   whoever leads next.
 
+mod deadline_index;
 mod due;
 mod lease_table;
 #[cfg(test)]
@@ -34,6 +35,7 @@ mod tests;
 pub use due::Due;
 
 use crate::{LeaseId, LockName, Token};
+use deadline_index::DeadlineIndex;
 use due::TimerKey;
 use lease_table::{LeaseTable, LeaseTimer};
 use std::collections::{BTreeMap, BTreeSet};
@@ -58,7 +60,7 @@ pub struct Lessor {
     /// Each tracked lease's deadline and renewal count.
     leases: LeaseTable,
     /// The same leases ordered by raw deadline (without the failover margin).
-    lease_index: BTreeSet<(u64, LeaseId)>,
+    lease_index: DeadlineIndex,
     /// Lock delays, max holds and waits, by key.
     timers: BTreeMap<TimerKey, Armed>,
     /// The same timers ordered by deadline.
@@ -182,6 +184,8 @@ impl Lessor {
     /// This node became leader at `since_ms`, or (`None`) stopped leading.
     pub fn set_leader_since(&mut self, since_ms: Option<u64>) {
         self.leader_since_ms = since_ms;
+        let boundary_ms = since_ms.map(|since| since.saturating_add(self.failover_margin_ms));
+        self.lease_index.set_boundary(boundary_ms);
     }
 
     /// Time left before `lease`'s deadline (0 if overdue, without the
@@ -282,7 +286,7 @@ impl Lessor {
     /// two ranges: the earliest is the first of the inherited range (+
     /// margin) or the first of the rest, whichever is sooner.
     fn next_lease(&self) -> Option<LeaseAt> {
-        let first = self.lease_index.first().copied();
+        let first = self.lease_index.first();
         let Some(since_ms) = self.leader_since_ms else {
             return first;
         };
@@ -290,11 +294,7 @@ impl Lessor {
         let inherited = first
             .filter(|(at, _)| *at < boundary_ms)
             .map(|(at, lease)| (at.saturating_add(self.failover_margin_ms), lease));
-        let rest = self
-            .lease_index
-            .range((boundary_ms, LeaseId(0))..)
-            .next()
-            .copied();
+        let rest = self.lease_index.first_from_boundary();
         match (inherited, rest) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -136,19 +136,14 @@ mod tests {
 
     /// A row granted by request `raw`.
     fn row(lease: LeaseId, raw: &str) -> Box<Lease> {
-        Box::new(Lease {
-            id: lease,
-            ttl_ms: 10_000,
-            owner: Default::default(),
-            granted_unix_ms: 0,
-            renewed_unix_ms: 0,
-            renewals: 0,
-            holds: Default::default(),
-            waits: Default::default(),
-            dedup: Default::default(),
-            grant_request_id: Some(id(raw)),
-            principal: None,
-        })
+        Box::new(Lease::granted(
+            lease,
+            10_000,
+            Default::default(),
+            0,
+            Some(id(raw)),
+            None,
+        ))
     }
 
     /// A lease table of `(lease, grant request id)` rows.

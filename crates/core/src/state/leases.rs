@@ -3,7 +3,6 @@
 
 use super::State;
 use crate::auth::{Principal, QuotaKind};
-use crate::dedup::Dedup;
 use crate::outcome::{FreeCause, WaitEndCause};
 use crate::{
     command, limits, Effect, Lease, LeaseId, LockDelay, LockError, LockName, Outcome, OwnerInfo,
@@ -46,7 +45,7 @@ impl State {
             let row = &self.leases[&lease];
             return Ok(Reply::LeaseGranted {
                 lease: row.id,
-                ttl_ms: row.ttl_ms,
+                ttl_ms: row.ttl_ms(),
             });
         }
         if self.leases.len() >= limits::LEASES_MAX {
@@ -63,19 +62,7 @@ impl State {
         if let Some(request_id) = &request_id {
             self.grant_requests.insert(request_id, id);
         }
-        let lease = Lease {
-            id,
-            ttl_ms,
-            owner: owner.into(),
-            granted_unix_ms: at_unix_ms,
-            renewed_unix_ms: at_unix_ms,
-            renewals: 0,
-            holds: Default::default(),
-            waits: Default::default(),
-            dedup: Dedup::default(),
-            grant_request_id: request_id,
-            principal,
-        };
+        let lease = Lease::granted(id, ttl_ms, owner.into(), at_unix_ms, request_id, principal);
         self.auth.count(lease.principal.as_ref(), |u| u.leases += 1);
         let owner = lease.owner.owner().to_owned();
         self.leases.insert(id, Box::new(lease));
@@ -101,9 +88,9 @@ impl State {
         let Some(row) = self.leases.get_mut(&lease) else {
             return Err(self.lease_gone(lease));
         };
-        row.renewed_unix_ms = at_unix_ms;
-        row.renewals += 1;
-        let (ttl_ms, renewals, owner) = (row.ttl_ms, row.renewals, row.owner.owner().to_owned());
+        row.renewed(at_unix_ms);
+        let (ttl_ms, renewals) = (row.ttl_ms(), row.renewals());
+        let owner = row.owner.owner().to_owned();
         let held = self.held_by(lease);
         let held = held
             .take(crate::outcome::RENEWAL_NAMES_LOGGED)

@@ -47,7 +47,7 @@ pub fn check_lease_end(before: &State, after: &State, command: &Command, applied
         Command::ExpireLease { lease, renewals } => {
             if before
                 .lease(*lease)
-                .is_some_and(|row| row.renewals != *renewals)
+                .is_some_and(|row| row.renewals() != *renewals)
             {
                 assert_eq!(before, after, "a stale expiry changes nothing");
                 return;

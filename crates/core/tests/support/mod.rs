@@ -149,7 +149,7 @@ pub fn to_command(op: &Op, state: &State, slots: &[LeaseId; SLOTS], step: usize)
         Op::Expire { slot } => {
             // Mostly the renewal count the leader saw; every fifth step a
             // stale count, as when a keep-alive applied after the decision.
-            let current = state.lease(slots[slot]).map_or(0, |l| l.renewals);
+            let current = state.lease(slots[slot]).map_or(0, |l| l.renewals());
             Command::ExpireLease {
                 lease: slots[slot],
                 renewals: if step.is_multiple_of(5) {

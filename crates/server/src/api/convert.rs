@@ -54,7 +54,7 @@ fn held_to_wire(state: &State, lease: LeaseId) -> Vec<pb::HeldLock> {
 pub fn lease_to_wire(node: &Node, state: &State, lease: &Lease) -> pb::LeaseInfo {
     pb::LeaseInfo {
         id: lease.id.0,
-        ttl_ms: lease.ttl_ms,
+        ttl_ms: lease.ttl_ms(),
         remaining_ms: remaining_ms(node, lease.id),
         owner: Some(owner_to_wire(&lease.owner)),
         holds: lease.holds.iter().map(|n| n.to_string()).collect(),
@@ -116,7 +116,7 @@ pub fn lock_to_wire(node: &Node, state: &State, lock: LockView<'_>) -> pb::LockI
         lease: holder.lease.0,
         token: holder.token.0,
         owner: owner_of(holder.lease),
-        lease_ttl_ms: state.lease(holder.lease).map_or(0, |l| l.ttl_ms),
+        lease_ttl_ms: state.lease(holder.lease).map_or(0, |l| l.ttl_ms()),
         lease_remaining_ms: remaining_ms(node, holder.lease),
         acquired_unix_ms: holder.acquired_unix_ms as i64,
         fenced: holder.fenced,
@@ -124,7 +124,7 @@ pub fn lock_to_wire(node: &Node, state: &State, lock: LockView<'_>) -> pb::LockI
         lease_renewed_unix_ms: state
             .lease(holder.lease)
             .map_or(0, |l| l.renewed_unix_ms as i64),
-        renewals: state.lease(holder.lease).map_or(0, |l| l.renewals),
+        renewals: state.lease(holder.lease).map_or(0, |l| l.renewals()),
         held_ms: node
             .sinks
             .holders

@@ -230,7 +230,7 @@ impl Timers {
         self.update(|lessor, now_ms| {
             lessor.clear();
             for lease in state.leases() {
-                lessor.lease_renewed(lease.id, lease.ttl_ms, lease.renewals, now_ms);
+                lessor.lease_renewed(lease.id, lease.ttl_ms(), lease.renewals(), now_ms);
             }
             for lock in state.locks_with_prefix("") {
                 if let Some(delay) = &lock.delay {
