@@ -2,20 +2,24 @@
 //! holds or waits for (kept here too so ending a lease touches only its own
 //! locks instead of scanning the lock table).
 //!
-//! The row does not keep its grant's revision: it is the lease id (a lease
-//! id is the revision of its grant). The encoding still carries it, in its
-//! old place, so stored snapshots read unchanged (`LeaseOut`, `LeaseIn`).
+//! The row keeps neither its id (the table's key: readers get a
+//! [`LeaseView`], the id and the row) nor its grant's revision (the id: a
+//! lease id is the revision of its grant). The stored row still carries
+//! both, in their old places, so stored snapshots read unchanged
+//! (`LeaseOut`, `LeaseIn`, written and read by the table's
+//! `state/lease_rows.rs`).
 //!
 //! The ttl and the renewal count share one word (`Term`): a ttl is at most
-//! a day, 27 bits, which leaves 37 for the count. That takes the row from
-//! 160 to 152 bytes, a 160-byte block under glibc instead of 176 (a million
-//! one-lock leases: docs/DESIGN.md §6d).
+//! a day, 27 bits, which leaves 37 for the count. With the owner in one
+//! word (`lease_owner.rs`), the row takes 128 bytes, the size class below
+//! 160 (a million one-lock leases: docs/DESIGN.md §6d).
 
 use crate::auth::Principal;
 use crate::dedup::Dedup;
 use crate::limits::TTL_MS_MAX;
 use crate::{LeaseId, LeaseOwner, NameSet, RequestId, Revision, WaitSet};
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
+use std::ops::Deref;
 
 /// Bits of [`Term`] that hold the ttl.
 const TTL_BITS: u32 = 27;
@@ -46,12 +50,9 @@ impl Term {
     }
 }
 
-/// A live lease.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "LeaseIn")]
+/// A live lease's row (its id is the table's key).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Lease {
-    /// The lease id (= the revision of its grant).
-    pub id: LeaseId,
     /// Time to live without a renewal (ms), and the keep-alives applied so
     /// far. The leader's expiry names the count it saw, so a renewal
     /// applied between the decision to expire and the expiry itself wins
@@ -79,10 +80,9 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// A lease just granted: `id` with `ttl_ms` (checked at the boundary,
-    /// at most [`TTL_MS_MAX`]) to `owner` at `at_unix_ms`, no renewal yet.
+    /// A lease just granted with `ttl_ms` (checked at the boundary, at most
+    /// [`TTL_MS_MAX`]) to `owner` at `at_unix_ms`, no renewal yet.
     pub(crate) fn granted(
-        id: LeaseId,
         ttl_ms: u64,
         owner: LeaseOwner,
         at_unix_ms: u64,
@@ -90,7 +90,6 @@ impl Lease {
         principal: Option<Principal>,
     ) -> Lease {
         Lease {
-            id,
             term: Term::new(ttl_ms, 0).expect("ttl checked at the boundary"),
             owner,
             granted_unix_ms: at_unix_ms,
@@ -101,11 +100,6 @@ impl Lease {
             grant_request_id,
             principal,
         }
-    }
-
-    /// Revision of the grant: the lease id.
-    pub fn granted_revision(&self) -> Revision {
-        Revision(self.id.0)
     }
 
     /// Time to live without a renewal, in ms.
@@ -126,11 +120,44 @@ impl Lease {
     }
 }
 
-/// A lease as stored: the row's fields, borrowed, with the grant's
-/// revision where rows used to keep it.
+/// A live lease as readers see it: its id and its row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaseView<'a> {
+    /// The lease id (= the revision of its grant).
+    pub id: LeaseId,
+    row: &'a Lease,
+}
+
+impl<'a> LeaseView<'a> {
+    /// The lease `id` whose row is `row`.
+    pub fn new(id: LeaseId, row: &'a Lease) -> LeaseView<'a> {
+        LeaseView { id, row }
+    }
+
+    /// Revision of the grant: the lease id.
+    pub fn granted_revision(&self) -> Revision {
+        Revision(self.id.0)
+    }
+
+    /// The row, for as long as the table it was read from.
+    pub fn row(&self) -> &'a Lease {
+        self.row
+    }
+}
+
+impl Deref for LeaseView<'_> {
+    type Target = Lease;
+
+    fn deref(&self) -> &Lease {
+        self.row
+    }
+}
+
+/// A lease as stored: the row's fields, borrowed, with the id and the
+/// grant's revision where rows used to keep them.
 #[derive(Serialize)]
 #[serde(rename = "Lease")]
-struct LeaseOut<'a> {
+pub(crate) struct LeaseOut<'a> {
     id: LeaseId,
     ttl_ms: u64,
     owner: &'a LeaseOwner,
@@ -145,10 +172,11 @@ struct LeaseOut<'a> {
     principal: &'a Option<Principal>,
 }
 
-/// A lease as read back; the stored grant revision is the id, and dropped.
+/// A lease as read back; the stored grant revision is the id, and dropped
+/// (the table checks the stored id against its key).
 #[derive(Deserialize)]
 #[serde(rename = "Lease")]
-struct LeaseIn {
+pub(crate) struct LeaseIn {
     id: LeaseId,
     ttl_ms: u64,
     owner: LeaseOwner,
@@ -164,13 +192,14 @@ struct LeaseIn {
     principal: Option<Principal>,
 }
 
-impl Serialize for Lease {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+impl Lease {
+    /// The row `id` as stored.
+    pub(crate) fn stored(&self, id: LeaseId) -> LeaseOut<'_> {
         LeaseOut {
-            id: self.id,
+            id,
             ttl_ms: self.ttl_ms(),
             owner: &self.owner,
-            granted_revision: self.granted_revision(),
+            granted_revision: Revision(id.0),
             granted_unix_ms: self.granted_unix_ms,
             renewed_unix_ms: self.renewed_unix_ms,
             renewals: self.renewals(),
@@ -180,7 +209,13 @@ impl Serialize for Lease {
             grant_request_id: &self.grant_request_id,
             principal: &self.principal,
         }
-        .serialize(serializer)
+    }
+}
+
+impl LeaseIn {
+    /// The stored lease id.
+    pub(crate) fn id(&self) -> LeaseId {
+        self.id
     }
 }
 
@@ -196,7 +231,6 @@ impl TryFrom<LeaseIn> for Lease {
             )
         })?;
         Ok(Lease {
-            id: stored.id,
             term,
             owner: stored.owner,
             granted_unix_ms: stored.granted_unix_ms,
@@ -255,26 +289,32 @@ mod tests {
         }
     }
 
+    /// The row stored as `bytes`, read back.
+    fn read(bytes: &[u8]) -> Result<(LeaseId, Lease), String> {
+        let stored: LeaseIn = postcard::from_bytes(bytes).unwrap();
+        let id = stored.id();
+        Lease::try_from(stored).map(|row| (id, row))
+    }
+
     #[test]
     fn a_row_is_stored_as_older_builds_stored_it() {
         let bytes = postcard::to_allocvec(&older()).unwrap();
-        let lease: Lease = postcard::from_bytes(&bytes).unwrap();
-        assert_eq!(lease.granted_revision(), Revision(41));
+        let (id, lease) = read(&bytes).unwrap();
+        assert_eq!(LeaseView::new(id, &lease).granted_revision(), Revision(41));
         assert_eq!(lease.owner.host(), "web-7");
-        assert_eq!(postcard::to_allocvec(&lease).unwrap(), bytes);
+        assert_eq!(postcard::to_allocvec(&lease.stored(id)).unwrap(), bytes);
         let back: OlderLease = postcard::from_bytes(&bytes).unwrap();
         assert_eq!(back, older());
     }
 
     #[test]
-    fn a_row_takes_152_bytes() {
-        assert_eq!(std::mem::size_of::<Lease>(), 152);
+    fn a_row_takes_128_bytes() {
+        assert_eq!(std::mem::size_of::<Lease>(), 128);
     }
 
     #[test]
     fn the_renewal_count_wraps_at_its_modulus_and_keeps_the_ttl() {
-        let mut lease: Lease =
-            postcard::from_bytes(&postcard::to_allocvec(&older()).unwrap()).unwrap();
+        let (_, mut lease) = read(&postcard::to_allocvec(&older()).unwrap()).unwrap();
         assert_eq!((lease.ttl_ms(), lease.renewals()), (10_000, 3));
         lease.term = Term::new(TTL_MS_MAX, RENEWALS_MODULUS - 1).unwrap();
         lease.renewed(1_764_700_003_000);
@@ -291,11 +331,7 @@ mod tests {
         let mut renewed = older();
         renewed.renewals = RENEWALS_MODULUS;
         for row in [long, renewed] {
-            let bytes = postcard::to_allocvec(&row).unwrap();
-            let error = postcard::from_bytes::<Lease>(&bytes).unwrap_err();
-            assert!(matches!(error, postcard::Error::SerdeDeCustom), "{error:?}");
-            let stored: LeaseIn = postcard::from_bytes(&bytes).unwrap();
-            let error = Lease::try_from(stored).unwrap_err();
+            let error = read(&postcard::to_allocvec(&row).unwrap()).unwrap_err();
             assert!(error.starts_with("lease 41 is stored with ttl"), "{error}");
         }
     }

@@ -1,31 +1,33 @@
-//! A lease's owner as the lease row keeps it: the owner's name, host and
-//! pid packed into one heap block.
+//! A lease's owner as the lease row keeps it: every field of an
+//! [`OwnerInfo`] packed into one heap block behind a one-word handle.
 //!
 //! Why: every lease row keeps its owner, and [`OwnerInfo`] takes 72 bytes
 //! in the row (two `String`s, a pid, a start time, the labels) plus a heap
-//! block for each non-empty text. Packed, the row keeps 24 bytes (the
-//! block's one-word handle, [`ThinBytes`], the start time, the labels), and
-//! the two texts share one block with an 8-byte header (pid, owner length).
-//! A lease whose owner names its host has one block fewer. With the grant
-//! revision gone from the row too (`lease.rs`), a row takes 160 bytes
-//! instead of 264 (docs/DESIGN.md §6d). The encoding is [`OwnerInfo`]'s,
-//! field for field, so stored snapshots read unchanged; readers take the
-//! fields through accessors.
+//! block for each non-empty text. Packed, the row keeps 8 bytes (the
+//! block's handle, [`ThinBytes`]); the block holds a 16-byte header (pid,
+//! the two texts' lengths, the process start), the texts, and the labels
+//! in their encoding (nothing when there are none, as for most owners).
+//! The owner is fixed for the lease's life, so nothing is ever rewritten in
+//! place. With the grant revision gone from the row too (`lease.rs`), a row
+//! takes 128 bytes instead of 264 (docs/DESIGN.md §6d). The encoding is
+//! [`OwnerInfo`]'s, field for field, so stored snapshots read unchanged;
+//! readers take the fields through accessors.
 
 use crate::thin_text::ThinBytes;
 use crate::{Metadata, OwnerInfo};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeMap;
 
-/// Bytes before the texts: pid (u32), owner length (u32).
-const HEADER: usize = 4 + 4;
+/// Bytes before the texts: pid (u32), owner and host lengths (u16 each),
+/// process start (u64).
+const HEADER: usize = 4 + 2 + 2 + 8;
 
-/// An [`OwnerInfo`] packed as `[pid][owner length][owner][host]` (numbers
-/// little-endian), with its process start and labels beside.
+/// An [`OwnerInfo`] packed as `[pid][owner length][host length][process
+/// start][owner][host][labels]` (numbers little-endian, labels as their
+/// postcard encoding, or nothing when there are none).
 #[derive(Clone, PartialEq, Eq)]
 pub struct LeaseOwner {
     packed: ThinBytes,
-    process_start_unix_ms: u64,
-    labels: Metadata,
 }
 
 impl LeaseOwner {
@@ -40,17 +42,20 @@ impl LeaseOwner {
         } = info;
         // Owner fields are bounded by `OWNER_FIELD_BYTES_MAX` (256) when a
         // grant is validated; a longer one is cut at a char boundary rather
-        // than lose the row, as the length field could not hold it.
-        let owner = prefix_within(&owner, u32::MAX as usize);
-        let mut packed = Vec::with_capacity(HEADER + owner.len() + host.len());
+        // than lose the row, as the length fields could not hold it.
+        let owner = prefix_within(&owner, u16::MAX as usize);
+        let host = prefix_within(&host, u16::MAX as usize);
+        let labels = encode_labels(&labels);
+        let mut packed = Vec::with_capacity(HEADER + owner.len() + host.len() + labels.len());
         packed.extend_from_slice(&pid.to_le_bytes());
-        packed.extend_from_slice(&(owner.len() as u32).to_le_bytes());
+        packed.extend_from_slice(&(owner.len() as u16).to_le_bytes());
+        packed.extend_from_slice(&(host.len() as u16).to_le_bytes());
+        packed.extend_from_slice(&process_start_unix_ms.to_le_bytes());
         packed.extend_from_slice(owner.as_bytes());
         packed.extend_from_slice(host.as_bytes());
+        packed.extend_from_slice(&labels);
         LeaseOwner {
             packed: ThinBytes::new(&packed),
-            process_start_unix_ms,
-            labels,
         }
     }
 
@@ -61,7 +66,8 @@ impl LeaseOwner {
 
     /// Host the owner runs on.
     pub fn host(&self) -> &str {
-        text(&self.packed.as_bytes()[HEADER + self.owner_len()..])
+        let at = HEADER + self.owner_len();
+        text(&self.packed.as_bytes()[at..at + self.host_len()])
     }
 
     /// Process id on that host (0 if unknown).
@@ -71,16 +77,22 @@ impl LeaseOwner {
 
     /// Process start time, Unix ms (0 if unknown).
     pub fn process_start_unix_ms(&self) -> u64 {
-        self.process_start_unix_ms
+        u64::from_le_bytes(self.array(8))
     }
 
-    /// Free-form labels.
-    pub fn labels(&self) -> &Metadata {
-        &self.labels
+    /// Free-form labels, decoded from the block (most owners have none,
+    /// and then nothing is decoded or allocated).
+    pub fn labels(&self) -> Metadata {
+        let at = HEADER + self.owner_len() + self.host_len();
+        decode_labels(&self.packed.as_bytes()[at..])
     }
 
     fn owner_len(&self) -> usize {
-        u32::from_le_bytes(self.array(4)) as usize
+        u16::from_le_bytes(self.array(4)) as usize
+    }
+
+    fn host_len(&self) -> usize {
+        u16::from_le_bytes(self.array(6)) as usize
     }
 
     /// The `N` bytes at `at` in the header.
@@ -89,6 +101,36 @@ impl LeaseOwner {
         bytes.copy_from_slice(&self.packed.as_bytes()[at..at + N]);
         bytes
     }
+}
+
+/// Labels as `[key length][key][value length][value]`... (u16 lengths,
+/// little-endian); no labels, no bytes. Keys and values are bounded by
+/// `LABEL_BYTES_MAX` (512) when a grant is validated.
+fn encode_labels(labels: &Metadata) -> Vec<u8> {
+    let mut encoded = Vec::new();
+    for (key, value) in labels {
+        for text in [key, value] {
+            let text = prefix_within(text, u16::MAX as usize);
+            encoded.extend_from_slice(&(text.len() as u16).to_le_bytes());
+            encoded.extend_from_slice(text.as_bytes());
+        }
+    }
+    encoded
+}
+
+/// The labels [`encode_labels`] wrote.
+fn decode_labels(mut encoded: &[u8]) -> Metadata {
+    let mut next_text = || {
+        let (len, rest) = encoded.split_first_chunk::<2>()?;
+        let (text_bytes, rest) = rest.split_at_checked(u16::from_le_bytes(*len) as usize)?;
+        encoded = rest;
+        Some(text(text_bytes).to_owned())
+    };
+    let mut pairs = BTreeMap::new();
+    while let (Some(key), Some(value)) = (next_text(), next_text()) {
+        pairs.insert(key, value);
+    }
+    Metadata::from(pairs)
 }
 
 /// The packed texts were `String`s: they are UTF-8, so this never falls
@@ -125,7 +167,7 @@ impl std::fmt::Debug for LeaseOwner {
             .field("host", &self.host())
             .field("pid", &self.pid())
             .field("process_start_unix_ms", &self.process_start_unix_ms())
-            .field("labels", &self.labels)
+            .field("labels", &self.labels())
             .finish()
     }
 }
@@ -138,7 +180,7 @@ struct OwnerOut<'a> {
     host: &'a str,
     pid: u32,
     process_start_unix_ms: u64,
-    labels: &'a Metadata,
+    labels: Metadata,
 }
 
 impl Serialize for LeaseOwner {
@@ -148,7 +190,7 @@ impl Serialize for LeaseOwner {
             host: self.host(),
             pid: self.pid(),
             process_start_unix_ms: self.process_start_unix_ms(),
-            labels: &self.labels,
+            labels: self.labels(),
         }
         .serialize(serializer)
     }
@@ -198,12 +240,19 @@ mod tests {
     }
 
     #[test]
-    fn the_row_keeps_24_bytes_and_the_texts_share_one_block() {
-        assert_eq!(std::mem::size_of::<LeaseOwner>(), 24);
-        let packed = LeaseOwner::new(info("billing", "web-7"));
+    fn the_row_keeps_8_bytes_and_an_owner_without_labels_one_block_of_its_texts() {
+        assert_eq!(std::mem::size_of::<LeaseOwner>(), 8);
+        let mut plain = info("billing", "web-7");
+        plain.labels = Metadata::default();
+        let packed = LeaseOwner::new(plain.clone());
         assert_eq!(
             packed.packed.as_bytes().len(),
             HEADER + "billing".len() + "web-7".len()
+        );
+        assert!(packed.labels().is_empty());
+        assert_eq!(
+            postcard::to_allocvec(&packed).unwrap(),
+            postcard::to_allocvec(&plain).unwrap()
         );
     }
 
@@ -215,6 +264,22 @@ mod tests {
         assert_eq!(bytes, postcard::to_allocvec(&original).unwrap());
         let read: LeaseOwner = postcard::from_bytes(&bytes).unwrap();
         assert_eq!(read, packed);
+    }
+
+    #[test]
+    fn labels_read_back_from_the_block_and_encode_as_the_map() {
+        let mut original = info("billing", "web-7");
+        original.labels = [("", "empty key"), ("team", ""), ("zone", "ä-1")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let packed = LeaseOwner::new(original.clone());
+        assert_eq!(packed.labels(), original.labels);
+        assert_eq!((packed.owner(), packed.host()), ("billing", "web-7"));
+        assert_eq!(
+            postcard::to_allocvec(&packed).unwrap(),
+            postcard::to_allocvec(&original).unwrap()
+        );
     }
 
     #[test]

@@ -60,7 +60,7 @@ pub use error::LockError;
 pub use fenced::{check_fenced_value, FencedEntry, FencedKey};
 pub use holdings_digest::{holdings_digest, NO_HOLDS_DIGEST};
 pub use ids::{LeaseId, RequestId, Revision, Token};
-pub use lease::Lease;
+pub use lease::{Lease, LeaseView, RENEWALS_MODULUS};
 pub use lease_owner::LeaseOwner;
 pub use limits::Limit;
 pub use lock::{term_ms, Holder, Lock, LockDelay, LockView, Waiter};

@@ -22,10 +22,12 @@ mod auth_apply;
 mod fenced;
 mod force;
 mod grant_requests;
+mod lease_rows;
 mod leases;
 mod lock_rows;
 mod locks;
 mod stored;
+mod table_rows;
 #[cfg(test)]
 mod test_support;
 #[cfg(test)]
@@ -46,8 +48,8 @@ mod tests_timers;
 use crate::auth::{Auth, Principal};
 use crate::fenced::FencedStore;
 use crate::{
-    limits, Applied, Command, Lease, LeaseId, Lock, LockError, LockName, LockView, Outcome, Reply,
-    RequestId, Revision, Token,
+    limits, Applied, Command, Lease, LeaseId, LeaseView, Lock, LockError, LockName, LockView,
+    Outcome, Reply, RequestId, Revision, Token,
 };
 use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
@@ -83,7 +85,9 @@ pub struct State {
     /// Strictly increasing; the source of lease ids and fencing tokens.
     revision: Revision,
     /// Live leases.
-    /// Boxed, as the lock rows are (see `locks`).
+    /// Boxed, as the lock rows are (see `locks`). Stored with each row's
+    /// id, as before rows dropped it (`lease_rows`).
+    #[serde(with = "lease_rows")]
     leases: OrdMap<LeaseId, Box<Lease>>,
     /// Locks that are held, waited for or delayed; no other lock is stored.
     /// Boxed: a B-tree leaf keeps sixteen slots, often half full, so an
@@ -281,13 +285,15 @@ impl State {
     }
 
     /// A live lease.
-    pub fn lease(&self, id: LeaseId) -> Option<&Lease> {
-        self.leases.get(&id).map(|lease| &**lease)
+    pub fn lease(&self, id: LeaseId) -> Option<LeaseView<'_>> {
+        self.leases.get(&id).map(|lease| LeaseView::new(id, lease))
     }
 
     /// All live leases, by id.
-    pub fn leases(&self) -> impl Iterator<Item = &Lease> {
-        self.leases.values().map(|lease| &**lease)
+    pub fn leases(&self) -> impl Iterator<Item = LeaseView<'_>> {
+        self.leases
+            .iter()
+            .map(|(id, lease)| LeaseView::new(*id, lease))
     }
 
     /// The locks `lease` holds, with their tokens, in name order (nothing
@@ -397,23 +403,17 @@ impl State {
                 }
             }
         }
-        for lease in self.leases.values() {
+        for (id, lease) in self.leases.iter() {
             for name in &lease.holds {
                 let holder = self.locks.get(name).and_then(|l| l.holder.as_ref());
-                if holder.map(|h| h.lease) != Some(lease.id) {
-                    return Err(format!(
-                        "lease {} lists {name} but does not hold it",
-                        lease.id
-                    ));
+                if holder.map(|h| h.lease) != Some(*id) {
+                    return Err(format!("lease {id} lists {name} but does not hold it"));
                 }
             }
             for name in &lease.waits {
                 let lock = self.locks.get(name);
-                if !lock.is_some_and(|l| l.waiters.iter().any(|w| w.lease == lease.id)) {
-                    return Err(format!(
-                        "lease {} lists a wait on {name} it lacks",
-                        lease.id
-                    ));
+                if !lock.is_some_and(|l| l.waiters.iter().any(|w| w.lease == *id)) {
+                    return Err(format!("lease {id} lists a wait on {name} it lacks"));
                 }
             }
         }
@@ -425,14 +425,11 @@ impl State {
     /// Each lease granted with a request id is found by it, and nothing else is filed.
     fn check_grant_requests(&self) -> Result<(), String> {
         let mut granted_with_ids = 0;
-        for lease in self.leases.values() {
-            if let Some(id) = &lease.grant_request_id {
+        for (lease, row) in self.leases.iter() {
+            if let Some(id) = &row.grant_request_id {
                 granted_with_ids += 1;
-                if self.grant_requests.find(id, &self.leases) != Some(lease.id) {
-                    return Err(format!(
-                        "lease {} is not found by its grant request",
-                        lease.id
-                    ));
+                if self.grant_requests.find(id, &self.leases) != Some(*lease) {
+                    return Err(format!("lease {lease} is not found by its grant request"));
                 }
             }
         }

@@ -135,9 +135,8 @@ mod tests {
     }
 
     /// A row granted by request `raw`.
-    fn row(lease: LeaseId, raw: &str) -> Box<Lease> {
+    fn row(raw: &str) -> Box<Lease> {
         Box::new(Lease::granted(
-            lease,
             10_000,
             Default::default(),
             0,
@@ -149,7 +148,7 @@ mod tests {
     /// A lease table of `(lease, grant request id)` rows.
     fn granted(rows: &[(u64, &str)]) -> Leases {
         rows.iter()
-            .map(|&(lease, raw)| (LeaseId(lease), row(LeaseId(lease), raw)))
+            .map(|&(lease, raw)| (LeaseId(lease), row(raw)))
             .collect()
     }
 

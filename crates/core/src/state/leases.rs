@@ -42,10 +42,9 @@ impl State {
             .as_ref()
             .and_then(|id| self.grant_requests.find(id, &self.leases))
         {
-            let row = &self.leases[&lease];
             return Ok(Reply::LeaseGranted {
-                lease: row.id,
-                ttl_ms: row.ttl_ms(),
+                lease,
+                ttl_ms: self.leases[&lease].ttl_ms(),
             });
         }
         if self.leases.len() >= limits::LEASES_MAX {
@@ -62,7 +61,7 @@ impl State {
         if let Some(request_id) = &request_id {
             self.grant_requests.insert(request_id, id);
         }
-        let lease = Lease::granted(id, ttl_ms, owner.into(), at_unix_ms, request_id, principal);
+        let lease = Lease::granted(ttl_ms, owner.into(), at_unix_ms, request_id, principal);
         self.auth.count(lease.principal.as_ref(), |u| u.leases += 1);
         let owner = lease.owner.owner().to_owned();
         self.leases.insert(id, Box::new(lease));

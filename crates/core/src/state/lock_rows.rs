@@ -4,11 +4,10 @@
 //! written before read unchanged and snapshots written now read in older
 //! builds. A stored row whose name differs from its key is refused.
 
+use super::table_rows;
 use crate::{Holder, Lock, LockDelay, LockName, WaitQueue};
 use imbl::OrdMap;
-use serde::de::{Error, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::fmt;
 
 /// The table, by name.
 type Table = OrdMap<LockName, Box<Lock>>;
@@ -44,37 +43,19 @@ pub(super) fn serialize<S: Serializer>(table: &Table, serializer: S) -> Result<S
 }
 
 pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Table, D::Error> {
-    deserializer.deserialize_map(TableVisitor)
+    table_rows::read(deserializer, "a map of lock names to lock rows", row)
 }
 
-/// Builds the table row by row (no second copy of a big table).
-struct TableVisitor;
-
-impl<'de> Visitor<'de> for TableVisitor {
-    type Value = Table;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a map of lock names to lock rows")
+/// The row read under `key`, if it carries that name.
+fn row(key: &LockName, stored: RowIn) -> Result<Lock, String> {
+    if stored.name != *key {
+        return Err(format!("lock row {key} is named {}", stored.name));
     }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut rows: A) -> Result<Table, A::Error> {
-        let mut table = Table::new();
-        while let Some((key, row)) = rows.next_entry::<LockName, RowIn>()? {
-            if row.name != key {
-                return Err(A::Error::custom(format!(
-                    "lock row {key} is named {}",
-                    row.name
-                )));
-            }
-            let lock = Lock {
-                holder: row.holder,
-                waiters: row.waiters,
-                delay: row.delay,
-            };
-            table.insert(key, Box::new(lock));
-        }
-        Ok(table)
-    }
+    Ok(Lock {
+        holder: stored.holder,
+        waiters: stored.waiters,
+        delay: stored.delay,
+    })
 }
 
 #[cfg(test)]

@@ -1,11 +1,12 @@
 //! How a [`State`] is written: its fields in order, as the derived encoding
-//! wrote them, except that two tables are written from what the state
-//! keeps in their place: the lock table with each row's name
-//! (`lock_rows`), and the grant requests as a map from request id to lease,
+//! wrote them, except that three tables are written from what the state
+//! keeps in their place: the lease table with each row's id
+//! (`lease_rows`), the lock table with each row's name (`lock_rows`), and
+//! the grant requests as a map from request id to lease,
 //! the ids borrowed from the lease rows (`grant_requests`). Reading is
 //! `State`'s derived `Deserialize`, field for field.
 
-use super::{grant_requests, lock_rows, FailedRelease, ForceReleaseRecord, State};
+use super::{grant_requests, lease_rows, lock_rows, FailedRelease, ForceReleaseRecord, State};
 use crate::auth::Auth;
 use crate::fenced::FencedStore;
 use crate::{Lease, LeaseId, Lock, LockName, Reply, RequestId, Revision};
@@ -18,6 +19,7 @@ use std::collections::{BTreeSet, VecDeque};
 #[serde(rename = "State")]
 struct StateOut<'a> {
     revision: &'a Revision,
+    #[serde(serialize_with = "leases_with_ids")]
     leases: &'a OrdMap<LeaseId, Box<Lease>>,
     #[serde(serialize_with = "locks_with_names")]
     locks: &'a OrdMap<LockName, Box<Lock>>,
@@ -56,4 +58,11 @@ fn locks_with_names<S: Serializer>(
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
     lock_rows::serialize(locks, serializer)
+}
+
+fn leases_with_ids<S: Serializer>(
+    leases: &&OrdMap<LeaseId, Box<Lease>>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    lease_rows::serialize(leases, serializer)
 }

@@ -1,7 +1,7 @@
 //! Conversions between wire messages and core types, in one place.
 
 use super::Node;
-use leasehold_core::{Lease, LeaseId, LeaseOwner, LockView, OwnerInfo, State};
+use leasehold_core::{LeaseId, LeaseOwner, LeaseView, LockView, OwnerInfo, State};
 use leasehold_proto::v1 as pb;
 
 /// Wire owner → core owner (validated later by the command).
@@ -51,7 +51,7 @@ fn held_to_wire(state: &State, lease: LeaseId) -> Vec<pb::HeldLock> {
 }
 
 /// A lease as the wire shows it, with the tokens of the locks it holds.
-pub fn lease_to_wire(node: &Node, state: &State, lease: &Lease) -> pb::LeaseInfo {
+pub fn lease_to_wire(node: &Node, state: &State, lease: LeaseView<'_>) -> pb::LeaseInfo {
     pb::LeaseInfo {
         id: lease.id.0,
         ttl_ms: lease.ttl_ms(),
