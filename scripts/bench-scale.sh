@@ -132,7 +132,12 @@ catchup() {
     local t0
     t0=$(date +%s.%N)
     serve "$bin" "${addrs[3]}" "$work/n3" --node-id 3 --peers "$peers"
-    until [ "$(metric "${addrs[3]}" leasehold_locks)" = "$((leases * locks))" ]; do sleep 0.05; done
+    # Its port may have been handed out meanwhile as another socket's
+    # ephemeral port: say so rather than wait for ever.
+    until [ "$(metric "${addrs[3]}" leasehold_locks)" = "$((leases * locks))" ]; do
+        kill -0 "$served" 2>/dev/null || { echo "node 3 exited: $(tail -1 "$work/n3.log")" >&2; return 1; }
+        sleep 0.05
+    done
     echo "node 3 caught up: every lock in $(since "$t0") s; RSS $(rss_of "$served"), leader's $(rss_of "${node_pids[leader]}")"
     grep -a "snapshot installed" "$work/n3.log" | sed 's/\x1b\[[0-9;]*m//g' | cut -c1-200 || echo "(no snapshot installed: it caught up from the log)"
 }
