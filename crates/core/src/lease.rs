@@ -138,11 +138,6 @@ impl<'a> LeaseView<'a> {
     pub fn granted_revision(&self) -> Revision {
         Revision(self.id.0)
     }
-
-    /// The row, for as long as the table it was read from.
-    pub fn row(&self) -> &'a Lease {
-        self.row
-    }
 }
 
 impl Deref for LeaseView<'_> {
@@ -225,9 +220,12 @@ impl TryFrom<LeaseIn> for Lease {
     fn try_from(stored: LeaseIn) -> Result<Lease, String> {
         let term = Term::new(stored.ttl_ms, stored.renewals).ok_or_else(|| {
             format!(
-                "lease {} is stored with ttl {} ms (at most {TTL_MS_MAX}) and {} renewals \
-                 (fewer than {RENEWALS_MODULUS}): the snapshot is damaged",
-                stored.id.0, stored.ttl_ms, stored.renewals
+                "lease {} is stored with ttl {} ms (a row holds less than {} ms) and {} \
+                 renewals (fewer than {RENEWALS_MODULUS}): the snapshot is damaged",
+                stored.id.0,
+                stored.ttl_ms,
+                1u64 << TTL_BITS,
+                stored.renewals
             )
         })?;
         Ok(Lease {
