@@ -5,7 +5,7 @@
 //! equal deadlines, inherited leases and re-armed items are common. The
 //! indexed lessor must hand out exactly the model's items, in its order.
 
-use leasehold_core::lessor::{Due, Lessor, RETRY_AFTER_MS};
+use leasehold_core::lessor::{Due, Lessor, RenewalMark, RETRY_AFTER_MS};
 use leasehold_core::{LeaseId, LockName, Token};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -77,7 +77,7 @@ impl Model {
                 match key {
                     Key::Lease(lease) => Due::ExpireLease {
                         lease,
-                        renewals: item.renewals,
+                        mark: RenewalMark::of(item.renewals),
                     },
                     Key::Delay(name, token) => Due::EndLockDelay { name, token },
                     Key::Hold(name, token) => Due::EndHold { name, token },
@@ -146,10 +146,11 @@ fn step(lessor: &mut Lessor, model: &mut Model, op: &Op, now_ms: &mut u64, taken
     let now = *now_ms;
     match *op {
         Op::Renew { lease, ttl_ms } => {
+            // Counts start just below the mark's 24 bits, so they cross them.
             let renewals = model
                 .items
                 .get(&Key::Lease(LeaseId(lease)))
-                .map_or(0, |i| i.renewals + 1);
+                .map_or((1 << RenewalMark::BITS) - 2, |i| i.renewals + 1);
             lessor.lease_renewed(LeaseId(lease), ttl_ms, renewals, now);
             model.arm(Key::Lease(LeaseId(lease)), now + ttl_ms, renewals);
         }

@@ -87,6 +87,7 @@ pub async fn serve_on(
         raft.clone(),
         config.node_id,
         timers::weigher(state.clone()),
+        timers::renewal_counts(state.clone()),
     );
     let refusals = Arc::new(crate::auth::Refusals::new(proposer.clone()));
     let node = Arc::new(Node {

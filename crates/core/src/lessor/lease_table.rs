@@ -4,8 +4,9 @@
 //! revision of its grant), and a B-tree filled in order splits each full
 //! leaf into a kept half and a new one, so its leaves stay a little over
 //! half full: about 47 bytes a lease for a 24-byte entry. Here a lease
-//! takes its 24 bytes and the vector's growth room; a new lease is a push,
-//! a lookup a binary search.
+//! takes 16 bytes (its id, and its deadline and renewal mark in one word)
+//! and the vector's growth room; a new lease is a push, a lookup a binary
+//! search.
 //!
 //! A removed lease leaves its slot behind, marked dead (the ids stay
 //! sorted, so lookups still find their way), and the dead slots are swept
@@ -14,36 +15,54 @@
 //! removal costs O(1) moves amortized (a million leases ending together
 //! sweep about two million slots in all).
 
+use super::{RenewalMark, DEADLINE_MS_MAX};
 use crate::LeaseId;
 
 /// Dead slots tolerated before a sweep, whatever the live count: a small
 /// table is not swept on every other removal.
 const SWEEP_MIN: usize = 64;
 
-/// `renewals` of a dead slot. A live lease never reaches it: one renewal
-/// a nanosecond would take 584 years.
+/// The word of a dead slot. A live one never is: its deadline is at most
+/// [`DEADLINE_MS_MAX`], below the 40 bits' last value.
 const DEAD: u64 = u64::MAX;
 
 /// What the lessor knows of one lease.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct LeaseTimer {
-    /// When this node applied the latest renewal, + ttl (ms).
+    /// When this node applied the latest renewal, + ttl (ms; at most
+    /// [`DEADLINE_MS_MAX`]).
     pub deadline_ms: u64,
-    /// The lease's renewal count at that renewal: an expiry proposal carries
-    /// it, so a renewal applied in between makes the expiry a no-op.
-    pub renewals: u64,
+    /// The lease's renewal count at that renewal, its low bits: an expiry
+    /// proposal carries the count, so a renewal applied in between makes
+    /// the expiry a no-op.
+    pub mark: RenewalMark,
 }
 
-/// One lease's timer, or a dead slot (`renewals == DEAD`) kept for order.
+impl LeaseTimer {
+    /// The deadline in the high 40 bits, the mark in the low 24.
+    fn word(self) -> u64 {
+        debug_assert!(self.deadline_ms <= DEADLINE_MS_MAX, "deadline out of range");
+        (self.deadline_ms << RenewalMark::BITS) | u64::from(self.mark.get())
+    }
+
+    fn from_word(word: u64) -> LeaseTimer {
+        LeaseTimer {
+            deadline_ms: word >> RenewalMark::BITS,
+            mark: RenewalMark::of(word),
+        }
+    }
+}
+
+/// One lease's timer as one word, or a dead slot (`DEAD`) kept for order.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     lease: LeaseId,
-    timer: LeaseTimer,
+    timer: u64,
 }
 
 impl Slot {
     fn live(&self) -> Option<LeaseTimer> {
-        (self.timer.renewals != DEAD).then_some(self.timer)
+        (self.timer != DEAD).then(|| LeaseTimer::from_word(self.timer))
     }
 }
 
@@ -64,8 +83,10 @@ impl LeaseTable {
 
     /// Tracks `lease` with `timer`; returns the timer it replaces.
     pub fn insert(&mut self, lease: LeaseId, timer: LeaseTimer) -> Option<LeaseTimer> {
-        debug_assert_ne!(timer.renewals, DEAD, "renewal count out of range");
-        let slot = Slot { lease, timer };
+        let slot = Slot {
+            lease,
+            timer: timer.word(),
+        };
         match self.find(lease) {
             Ok(at) => {
                 let old = self.slots[at].live();
@@ -86,7 +107,7 @@ impl LeaseTable {
     pub fn remove(&mut self, lease: LeaseId) -> Option<LeaseTimer> {
         let at = self.find(lease).ok()?;
         let old = self.slots[at].live()?;
-        self.slots[at].timer.renewals = DEAD;
+        self.slots[at].timer = DEAD;
         self.live -= 1;
         let dead = self.slots.len() - self.live;
         if dead > self.live && dead >= SWEEP_MIN {
@@ -129,13 +150,25 @@ mod tests {
     fn timer(deadline_ms: u64) -> LeaseTimer {
         LeaseTimer {
             deadline_ms,
-            renewals: 0,
+            mark: RenewalMark::of(deadline_ms * 7),
         }
     }
 
     #[test]
-    fn a_slot_takes_24_bytes() {
-        assert_eq!(std::mem::size_of::<Slot>(), 24);
+    fn a_slot_takes_16_bytes() {
+        assert_eq!(std::mem::size_of::<Slot>(), 16);
+    }
+
+    #[test]
+    fn the_latest_deadline_and_any_mark_read_back() {
+        let mut table = LeaseTable::default();
+        let latest = LeaseTimer {
+            deadline_ms: DEADLINE_MS_MAX,
+            mark: RenewalMark::of(u64::MAX),
+        };
+        table.insert(LeaseId(1), latest);
+        assert_eq!(table.get(LeaseId(1)), Some(latest));
+        assert_eq!(table.len(), 1, "not taken for a dead slot");
     }
 
     #[test]

@@ -32,7 +32,7 @@ mod lease_table;
 #[cfg(test)]
 mod tests;
 
-pub use due::Due;
+pub use due::{Due, RenewalMark};
 
 use crate::{LeaseId, LockName, Token};
 use deadline_index::DeadlineIndex;
@@ -43,6 +43,12 @@ use std::collections::{BTreeMap, BTreeSet};
 /// How long a handed-out item waits before it is handed out again if its
 /// proposal did not take effect (e.g. leadership was lost meanwhile), ms.
 pub const RETRY_AFTER_MS: u64 = 500;
+
+/// The latest lease deadline the lessor keeps, ms (40 bits, short of their
+/// last value: 34 years after the timers' origin, the server's start). A
+/// later one is kept as this: a lease's timer is one word, its deadline in
+/// 40 bits beside its renewal mark's 24 (`lease_table`).
+pub const DEADLINE_MS_MAX: u64 = (1 << 40) - 2;
 
 /// One armed lock timer.
 #[derive(Clone, Copy, Debug)]
@@ -89,14 +95,13 @@ impl Lessor {
     /// A renewal (or the grant) of `lease` with `ttl_ms`, its `renewals`-th,
     /// applied at `now_ms`.
     pub fn lease_renewed(&mut self, lease: LeaseId, ttl_ms: u64, renewals: u64, now_ms: u64) {
-        self.set_lease(lease, now_ms.saturating_add(ttl_ms), renewals);
+        let deadline_ms = now_ms.saturating_add(ttl_ms);
+        self.set_lease(lease, deadline_ms, RenewalMark::of(renewals));
     }
 
-    fn set_lease(&mut self, lease: LeaseId, deadline_ms: u64, renewals: u64) {
-        let timer = LeaseTimer {
-            deadline_ms,
-            renewals,
-        };
+    fn set_lease(&mut self, lease: LeaseId, deadline_ms: u64, mark: RenewalMark) {
+        let deadline_ms = deadline_ms.min(DEADLINE_MS_MAX);
+        let timer = LeaseTimer { deadline_ms, mark };
         if let Some(old) = self.leases.insert(lease, timer) {
             self.lease_index.remove(&(old.deadline_ms, lease));
         }
@@ -262,13 +267,13 @@ impl Lessor {
     }
 
     fn take_lease(&mut self, lease: LeaseId, retry_at_ms: u64) -> Due {
-        let renewals = self
+        let mark = self
             .leases
             .get(lease)
             .expect("indexed lease is tracked")
-            .renewals;
-        self.set_lease(lease, retry_at_ms, renewals);
-        Due::ExpireLease { lease, renewals }
+            .mark;
+        self.set_lease(lease, retry_at_ms, mark);
+        Due::ExpireLease { lease, mark }
     }
 
     fn take_timer(&mut self, retry_at_ms: u64) -> Due {

@@ -9,7 +9,7 @@ fn name(text: &str) -> LockName {
 fn expire(lease: u64, renewals: u64) -> Due {
     Due::ExpireLease {
         lease: LeaseId(lease),
-        renewals,
+        mark: RenewalMark::of(renewals),
     }
 }
 
@@ -118,12 +118,12 @@ fn a_wait_is_due_at_its_deadline_and_ends_with_its_wait() {
     };
     assert_eq!(due, vec![cancel.clone()]);
     assert_eq!(
-        cancel.command(),
-        crate::Command::CancelWait {
+        Due::command_for_all(&[cancel], |_| None),
+        Some(crate::Command::CancelWait {
             lease: LeaseId(7),
             name: name("w"),
             timed_out: true
-        }
+        })
     );
     lessor.wait_ended(&name("w"), LeaseId(7));
     assert!(lessor.next_deadline_ms().is_none());
@@ -215,11 +215,47 @@ fn wait_timeouts_are_taken_in_a_run_up_to_max_and_up_to_another_timer() {
     assert!(matches!(hold[..], [Due::EndHold { .. }]));
     assert_eq!(lessor.take_due_waits(104, 10), vec![cancel(3), cancel(4)]);
     let all = [cancel(1), cancel(2), cancel(3), cancel(4)];
+    let no_lease = |_| None;
     assert_eq!(
-        Due::command_for_all(&all),
-        crate::Command::TimeOutWaits {
+        Due::command_for_all(&all, no_lease),
+        Some(crate::Command::TimeOutWaits {
             waits: (1..=4).map(|l| (LeaseId(l), name("w"))).collect()
-        }
+        })
     );
-    assert_eq!(Due::command_for_all(&all[..1]), cancel(1).command());
+    let one = crate::Command::CancelWait {
+        lease: LeaseId(1),
+        name: name("w"),
+        timed_out: true,
+    };
+    assert_eq!(Due::command_for_all(&all[..1], no_lease), Some(one));
+}
+
+#[test]
+fn an_expiry_carries_the_states_full_count_only_if_it_ends_in_the_mark() {
+    let mut lessor = Lessor::new(0);
+    let count = (5 << RenewalMark::BITS) + 7;
+    lessor.lease_renewed(LeaseId(1), 100, count, 0);
+    let due = lessor.take_due(100, 1);
+    assert_eq!(due, vec![expire(1, 7)], "the lessor keeps the low bits");
+    let command = |state_count| Due::command_for_all(&due, |_| state_count);
+    assert_eq!(
+        command(Some(count)),
+        Some(crate::Command::ExpireLease {
+            lease: LeaseId(1),
+            renewals: count,
+        })
+    );
+    assert_eq!(command(Some(count + 1)), None, "a renewal not yet heard of");
+    assert_eq!(command(None), None, "the lease is gone");
+}
+
+#[test]
+fn a_deadline_past_the_latest_kept_is_kept_as_the_latest() {
+    let mut lessor = Lessor::new(0);
+    lessor.lease_renewed(LeaseId(1), u64::MAX, 0, 5);
+    assert_eq!(lessor.next_deadline_ms(), Some(DEADLINE_MS_MAX));
+    assert_eq!(
+        lessor.remaining_ms(LeaseId(1), 5),
+        Some(DEADLINE_MS_MAX - 5)
+    );
 }

@@ -42,6 +42,12 @@ pub fn weigher(state: SharedState) -> impl Fn(&Due) -> usize + Send + 'static {
     }
 }
 
+/// A lease's renewal count in the applied state: an expiry proposal
+/// carries it (see [`Due::command_for_all`]).
+pub fn renewal_counts(state: SharedState) -> impl Fn(LeaseId) -> Option<u64> + Send + 'static {
+    move |lease| state.read(|state| state.lease(lease).map(|lease| lease.renewals()))
+}
+
 /// The shared lessor, its clock, and a wake-up for the timer task.
 pub struct Timers {
     lessor: Mutex<Lessor>,
@@ -336,7 +342,7 @@ mod tests {
             due,
             vec![Due::ExpireLease {
                 lease: LeaseId(1),
-                renewals: 0
+                mark: leasehold_core::lessor::RenewalMark::of(0)
             }]
         );
     }

@@ -19,7 +19,7 @@ use super::{Due, Timers};
 use crate::proposer::Proposer;
 use crate::raft::types::Raft;
 use futures::stream::{FuturesUnordered, StreamExt};
-use leasehold_core::Command;
+use leasehold_core::{Command, LeaseId};
 use openraft::metrics::RaftServerMetrics;
 use openraft::BasicNode;
 use std::future::Future;
@@ -52,13 +52,15 @@ const POLL_MAX: Duration = Duration::from_millis(100);
 type InFlight = Pin<Box<dyn Future<Output = (Vec<Due>, usize, Result<(), String>)> + Send>>;
 
 /// Starts the timer task; it ends when `raft` shuts down. `weigh` says
-/// what an item frees (see [`WEIGHT_IN_FLIGHT_MAX`]).
+/// what an item frees (see [`WEIGHT_IN_FLIGHT_MAX`]), `renewals_of` a
+/// lease's renewal count in the applied state (see [`Due::command_for_all`]).
 pub fn spawn(
     timers: Arc<Timers>,
     proposer: Proposer,
     raft: Raft,
     node_id: u64,
     weigh: impl Fn(&Due) -> usize + Send + 'static,
+    renewals_of: impl Fn(LeaseId) -> Option<u64> + Send + 'static,
 ) {
     // Server metrics change only with votes, roles and membership, not
     // with every applied entry: waking on them costs nothing per write.
@@ -72,22 +74,31 @@ pub fn spawn(
     };
     let leads =
         move |metrics: &RaftServerMetrics<u64, BasicNode>| metrics.current_leader == Some(node_id);
-    tokio::spawn(run(timers, leadership, leads, weigh, propose));
+    let read = Applied { weigh, renewals_of };
+    tokio::spawn(run(timers, leadership, leads, read, propose));
+}
+
+/// What the task reads of the applied state: what an item frees, and a
+/// lease's renewal count.
+pub(super) struct Applied<W, R> {
+    pub weigh: W,
+    pub renewals_of: R,
 }
 
 /// The loop: tracks leadership from `leadership` (this node leads when
 /// `leads` says so), and while leading proposes due items with `propose`,
 /// at most [`PROPOSALS_IN_FLIGHT_MAX`] and [`WEIGHT_IN_FLIGHT_MAX`] (by
-/// `weigh`) at a time. Ends when `leadership`'s sender is gone.
+/// `applied.weigh`) at a time. Ends when `leadership`'s sender is gone.
 pub(super) async fn run<T, F>(
     timers: Arc<Timers>,
     mut leadership: watch::Receiver<T>,
     leads: impl Fn(&T) -> bool,
-    weigh: impl Fn(&Due) -> usize,
+    applied: Applied<impl Fn(&Due) -> usize, impl Fn(LeaseId) -> Option<u64>>,
     propose: impl Fn(Command) -> F,
 ) where
     F: Future<Output = Result<(), String>> + Send + 'static,
 {
+    let Applied { weigh, renewals_of } = applied;
     let mut in_flight: FuturesUnordered<InFlight> = FuturesUnordered::new();
     let mut weight_in_flight = 0;
     let mut leading = false;
@@ -103,9 +114,15 @@ pub(super) async fn run<T, F>(
             if items.is_empty() {
                 break;
             }
+            let Some(command) = Due::command_for_all(&items, &renewals_of) else {
+                // Moot: the lease is gone, or renewed by a batch the lessor
+                // has not heard of yet. It stays armed, a little later, until
+                // the lessor hears of its end or renewal.
+                continue;
+            };
             let weight = items.iter().map(&weigh).sum::<usize>();
             weight_in_flight += weight;
-            let proposal = propose(Due::command_for_all(&items));
+            let proposal = propose(command);
             in_flight.push(Box::pin(async move { (items, weight, proposal.await) }));
         }
         // Not leading: nothing to propose, whatever is overdue. Full: what

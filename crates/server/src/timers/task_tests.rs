@@ -43,7 +43,65 @@ fn spawn_leading_when_told<F>(
 ) where
     F: Future<Output = Result<(), String>> + Send + 'static,
 {
-    tokio::spawn(run(timers, leadership, |leads| *leads, |_| 1, propose));
+    let read = applied(|_| 1, STATE_COUNT);
+    tokio::spawn(run(timers, leadership, |leads| *leads, read, propose));
+}
+
+/// The renewal count the tests' applied state gives every lease.
+const STATE_COUNT: u64 = 3;
+
+/// The applied state as the task reads it: items weigh by `weigh`, and
+/// every lease's renewal count is `count`.
+fn applied(
+    weigh: impl Fn(&Due) -> usize,
+    count: u64,
+) -> Applied<impl Fn(&Due) -> usize, impl Fn(LeaseId) -> Option<u64>> {
+    Applied {
+        weigh,
+        renewals_of: move |_| Some(count),
+    }
+}
+
+/// Runs the task as the leader while the returned sender lives, reading
+/// the applied state through `read`.
+fn spawn_leader<F>(
+    timers: Arc<Timers>,
+    read: Applied<
+        impl Fn(&Due) -> usize + Send + 'static,
+        impl Fn(LeaseId) -> Option<u64> + Send + 'static,
+    >,
+    propose: impl Fn(Command) -> F + Send + 'static,
+) -> watch::Sender<bool>
+where
+    F: Future<Output = Result<(), String>> + Send + 'static,
+{
+    let (leader, leadership) = watch::channel(true);
+    tokio::spawn(run(timers, leadership, |leads| *leads, read, propose));
+    leader
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_renewal_the_lessor_has_not_heard_of_holds_the_expiry_back() {
+    let start = Instant::now();
+    let timers = timers(0);
+    timers.update(|lessor, now_ms| lessor.lease_renewed(LeaseId(1), 1_000, 3, now_ms));
+    // The state applied the 4th renewal; the lessor has not heard of it.
+    let (seen, propose) = recorder(start);
+    let _leader = spawn_leader(timers.clone(), applied(|_| 1, 4), propose);
+
+    tracing::info!("phase: due at 1000 ms, but the state's count is not the lessor's");
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    assert!(seen.lock().unwrap().is_empty(), "no expiry proposed");
+
+    tracing::info!("phase: the lessor hears of the renewal at 1200 ms: due at 2200 ms");
+    timers.update(|lessor, now_ms| lessor.lease_renewed(LeaseId(1), 1_000, 4, now_ms));
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let expire = Command::ExpireLease {
+        lease: LeaseId(1),
+        renewals: 4,
+    };
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen, vec![(Duration::from_millis(2_200), expire)]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -123,22 +181,15 @@ async fn heavy_expiries_are_bounded_by_weight_and_an_overweight_one_is_not_stuck
     let heavy = WEIGHT_IN_FLIGHT_MAX * 3 / 8;
     timers.update(|lessor, now_ms| {
         for id in 1..=10 {
-            lessor.lease_renewed(LeaseId(id), 100 + id, 0, now_ms);
+            lessor.lease_renewed(LeaseId(id), 100 + id, STATE_COUNT, now_ms);
         }
     });
     let weigh = move |due: &Due| match due {
         Due::ExpireLease { lease, .. } if lease.0 == 10 => WEIGHT_IN_FLIGHT_MAX * 2,
         _ => heavy,
     };
-    let (_leader, leadership) = watch::channel(true);
     let (gated, propose) = Gated::new();
-    tokio::spawn(run(
-        timers.clone(),
-        leadership,
-        |leads| *leads,
-        weigh,
-        propose,
-    ));
+    let _leader = spawn_leader(timers.clone(), applied(weigh, STATE_COUNT), propose);
 
     tracing::info!("phase: all due; only as many as the weight allows are in flight");
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -203,7 +254,7 @@ async fn a_follower_with_overdue_deadlines_does_not_spin() {
         false
     };
     let (_seen, propose) = recorder(Instant::now());
-    tokio::spawn(run(timers, leadership, leads, |_| 1, propose));
+    tokio::spawn(run(timers, leadership, leads, applied(|_| 1, 0), propose));
     for _ in 0..100 {
         tokio::task::yield_now().await;
     }
@@ -269,8 +320,7 @@ async fn wait_timeouts_in_flight_are_bounded_by_their_weight() {
         Due::CancelWait { .. } => crate::timers::WAIT_TIMEOUT_WEIGHT,
         _ => 1,
     };
-    let (_leader, leadership) = watch::channel(true);
-    tokio::spawn(run(timers, leadership, |leads| *leads, weigh, propose));
+    let _leader = spawn_leader(timers, applied(weigh, 0), propose);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let in_flight = waits_in_flight.load(Ordering::SeqCst);
     assert_eq!(in_flight, WAITS_PER_COMMAND_MAX, "one command's worth");
