@@ -106,6 +106,8 @@ restart() {
     ready_s=$(since "$t0")
     until [ "$(metric "$addr" leasehold_locks)" = "$((leases * locks))" ]; do sleep 0.02; done
     echo "restarted: ready in $ready_s s, every lock back in $(since "$t0") s, RSS $(rss_of "$served")"
+    sleep "${SETTLE:-15}"
+    echo "settled: RSS $(rss_of "$served") after ${SETTLE:-15} s"
 }
 
 catchup() {
