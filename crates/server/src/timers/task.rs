@@ -115,9 +115,9 @@ pub(super) async fn run<T, F>(
                 break;
             }
             let Some(command) = Due::command_for_all(&items, &renewals_of) else {
-                // Moot: the lease is gone, or renewed by a batch the lessor
-                // has not heard of yet. It stays armed, a little later, until
-                // the lessor hears of its end or renewal.
+                // Moot: the lease ended, or was renewed, since the lessor
+                // handed the item out (the lessor has re-armed or dropped
+                // it already; a re-armed retry covers any other case).
                 continue;
             };
             let weight = items.iter().map(&weigh).sum::<usize>();
