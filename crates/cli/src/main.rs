@@ -148,10 +148,13 @@ fn main() -> ExitCode {
     if matches!(cli.command, Command::Serve(_) | Command::Bench(_)) {
         leasehold_server::open_files::raise_to_hard_limit();
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Command::Serve(args) = &cli.command {
+        if let Some(workers) = serve::worker_threads(args) {
+            runtime.worker_threads(workers);
+        }
+    }
+    let runtime = match runtime.enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("error: cannot start the async runtime: {err}");

@@ -52,6 +52,16 @@ pub struct ServeArgs {
     /// like `/healthz` and `/readyz`).
     #[arg(long)]
     pub metrics_auth: bool,
+    /// Threads that serve requests (the async runtime's workers), 1 to
+    /// 1024. Default: one per core (the log's fsyncs and snapshot encoding
+    /// run on threads of their own).
+    #[arg(
+        long,
+        env = "LEASEHOLD_WORKER_THREADS",
+        value_name = "N",
+        value_parser = clap::value_parser!(u16).range(1..=WORKER_THREADS_MAX)
+    )]
+    pub worker_threads: Option<u16>,
     /// Log entries between snapshots (default 20000). Hidden: tests lower it
     /// (also through the environment, for nodes a shared harness starts) so
     /// that a new member must catch up by snapshot.
@@ -103,6 +113,17 @@ pub enum LogFormat {
 }
 
 /// Parses `--peers 1=127.0.0.1:7421,2=127.0.0.1:7422`.
+/// The most `--worker-threads` a node takes.
+const WORKER_THREADS_MAX: i64 = 1024;
+
+/// The runtime workers `args` asks for (`None`: the runtime's default, one
+/// per core). On the 2-core machine of docs/DESIGN.md §6d one worker and
+/// two served the same uncontended rate once the log's fsync left the
+/// runtime.
+pub fn worker_threads(args: &ServeArgs) -> Option<usize> {
+    args.worker_threads.map(usize::from)
+}
+
 fn parse_peers(raw: &str) -> Result<BTreeMap<u64, String>, String> {
     let mut peers = BTreeMap::new();
     for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
@@ -132,6 +153,10 @@ fn parse_peers(raw: &str) -> Result<BTreeMap<u64, String>, String> {
 /// Runs `serve`.
 pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     init_logging(args.log_format);
+    tracing::info!(
+        worker_threads = tokio::runtime::Handle::current().metrics().num_workers(),
+        "runtime started"
+    );
     let mut config = ServeConfig::single_node(args.data_dir.clone(), args.listen);
     config.node_id = args.node_id;
     config.peers = args.peers.clone().unwrap_or_default();

@@ -1,28 +1,27 @@
 //! The Raft log store: entries in the [`wal`](super::wal), the vote and the
 //! last purged log id in redb, the committed log id in a small file.
 //!
-//! Each `append` call is one write + `fdatasync` of the WAL, and only then is
-//! openraft's flush callback called.
+//! Each `append` call is one write of the WAL, inline, whose `fdatasync`
+//! runs on the log's sync thread ([`LogSync`]); openraft's flush callback is
+//! called once that fsync returned, and nothing commits or replies before.
 //!
-//! **Why the append runs inline** (on the openraft core task's thread, not on
-//! the blocking pool): measured with `leasehold bench --workload uncontended
-//! --clients 64` on the 2-core box, six runs each, interleaved:
+//! **Why the write is inline and the fsync is not**: the write is one
+//! `pwrite` into the page cache (microseconds), and the entries must be
+//! readable when `append` returns. The fsync is ~300 µs of sleeping in the
+//! kernel, which inline held one of the runtime's workers while the replies
+//! of the batch before waited to run. Measured with `leasehold bench
+//! --workload uncontended --clients 64`, side by side on the 2-core box
+//! (docs/DESIGN.md §6d, "Where a command's time goes"): fsync inline 24.1k,
+//! 24.3k, 24.4k cycles/s; on the sync thread 25.3k, 25.9k, 26.2k (three
+//! rounds alternating); contended hand-offs and keep-alives unchanged.
 //!
-//! | append I/O       | cycles/s (mean, range) | append p50 (median) |
-//! |------------------|------------------------|---------------------|
-//! | inline           | 16.7k (15.1k-18.3k)    | ~225 µs             |
-//! | `spawn_blocking` | 17.0k (16.2k-18.2k)    | ~310 µs             |
-//! | `block_in_place` | 15.0k (3 runs)         | ~450 µs             |
-//!
-//! Throughput is a tie within the noise; inline saves the hand-off to a pool
-//! thread and back (~60-100 µs of wake-ups per append), and openraft's core
-//! awaits the flush anyway, so it has nothing else to run meanwhile. The cost
-//! is one runtime worker held for the ~100-200 µs fdatasync (other workers
-//! steal its queued tasks). If a slow disk ever makes that hurt the RPC
-//! path, `super::blocking` is the drop-in alternative. Truncate and purge,
-//! rare and possibly long (zeroing, unlinking), run on the blocking pool.
+//! An earlier build measured inline and `spawn_blocking` (write and fsync
+//! on the blocking pool) as a tie; `spawn_blocking` also could not keep the
+//! appends in order. Truncate and purge, rare and possibly long (zeroing,
+//! unlinking), run on the blocking pool.
 
-use super::wal::{CommittedFile, Encoded, Wal};
+use super::log_sync::LogSync;
+use super::wal::{CommittedFile, Encoded, Wal, Written};
 use super::{blocking, meta, DbError, DiskHealth, IdentityStore};
 use crate::raft::types::{LogId, TypeConfig};
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
@@ -57,6 +56,8 @@ pub struct LogStore {
     committed: Arc<CommittedFile>,
     /// Whether the disk takes writes (poisoned by a failed fsync, full).
     disk: Arc<DiskHealth>,
+    /// The appends' fsyncs.
+    sync: LogSync,
 }
 
 impl LogStore {
@@ -70,9 +71,11 @@ impl LogStore {
         let purged = meta::read(&db, LAST_PURGED)?;
         let wal = Wal::open(data_dir, segment_bytes, purged, disk.clone())?;
         let committed = CommittedFile::open(&data_dir.join(super::wal::LOG_DIR))?;
+        let wal = Arc::new(wal);
         Ok(Self {
             db,
-            wal: Arc::new(wal),
+            sync: LogSync::spawn(wal.clone())?,
+            wal,
             committed: Arc::new(committed),
             disk,
         })
@@ -83,20 +86,19 @@ impl LogStore {
         self.disk.clone()
     }
 
-    /// Appends, waiting out a full disk: an append that failed with
-    /// `ENOSPC` before its fsync made nothing durable, so the same bytes are
-    /// written again at the same place once there is room (see
-    /// [`super::disk`]). Meanwhile the proposer refuses new writes, since
-    /// the free space is below what they need. Any other error, a failed
-    /// fsync included, is returned.
-    async fn append_when_room(&self, encoded: &Encoded) -> Result<(), DbError> {
+    /// Writes, waiting out a full disk: a write that failed with `ENOSPC`
+    /// made nothing durable, so the same bytes are written again at the
+    /// same place once there is room (see [`super::disk`]). Meanwhile the
+    /// proposer refuses new writes, since the free space is below what
+    /// they need. Any other error is returned.
+    async fn write_when_room(&self, encoded: &Encoded) -> Result<Written, DbError> {
         let mut pause = NO_SPACE_PAUSE_MIN;
         loop {
-            match self.wal.append(encoded) {
+            match self.wal.write(encoded) {
                 Err(DbError::Io(error)) if error.kind() == std::io::ErrorKind::StorageFull => {
                     tracing::warn!(
                         %error,
-                        "log append found no space: nothing was fsynced; retrying when space returns"
+                        "log write found no space: nothing was written; retrying when space returns"
                     );
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(NO_SPACE_PAUSE_MAX);
@@ -214,11 +216,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     {
         let encoded = Encoded::new(entries).map_err(|e| StorageIOError::write_logs(&e))?;
         let started = std::time::Instant::now();
-        let written = self.append_when_room(&encoded).await;
-        metrics::histogram!("leasehold_log_append_seconds").record(started.elapsed().as_secs_f64());
-        match written {
-            Ok(()) => {
-                callback.log_io_completed(Ok(()));
+        match self.write_when_room(&encoded).await {
+            Ok(written) => {
+                let done = Box::new(move |synced| callback.log_io_completed(synced));
+                self.sync.submit(written, started, done);
                 Ok(())
             }
             Err(error) => {

@@ -38,6 +38,7 @@ mod disk;
 mod identity_store;
 mod listener;
 mod log_store;
+mod log_sync;
 mod meta;
 mod power_cut;
 mod shared;

@@ -16,8 +16,9 @@
 //! - `committed`: the committed log id, which is not fsynced.
 //!
 //! An `append` call's entries become one buffer, written with one `pwrite`
-//! at the tail of the current segment (or of a new one, if they do not fit),
-//! then `fdatasync`. Truncate erases the cut-off bytes and deletes the later
+//! at the tail of the current segment (or of a new one, if they do not fit)
+//! by [`Wal::write`], and made durable by [`Wal::sync`] (`fdatasync`, on
+//! the log's sync thread: see `storage::log_sync`). Truncate erases the cut-off bytes and deletes the later
 //! segments, durably, so recovery cannot bring them back; purge drops whole
 //! segments whose entries are all purged (the purged id itself is stored by
 //! the caller, durably, before). Reads `pread` the records back (from the
@@ -67,6 +68,30 @@ pub const LOG_DIR: &str = "log";
 /// Whether `<data_dir>/log` holds a segment file.
 pub(crate) fn has_segments(data_dir: &Path) -> bool {
     segment::list(&data_dir.join(LOG_DIR)).is_ok_and(|firsts| !firsts.is_empty())
+}
+
+/// Entries written by [`Wal::write`], not yet fsynced: what
+/// [`Wal::sync`] must sync to make them durable.
+#[derive(Debug)]
+pub(crate) struct Written {
+    /// The segment written to; `None`: nothing was written.
+    file: Option<Arc<File>>,
+}
+
+impl Written {
+    /// Nothing written (an append of no entries).
+    pub(crate) fn nothing() -> Written {
+        Written { file: None }
+    }
+
+    /// Whether `self` and `other` went to the same segment, so one fsync
+    /// makes both durable.
+    pub(crate) fn same_segment(&self, other: &Written) -> bool {
+        match (&self.file, &other.file) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
 }
 
 /// The entries of one `append` call, encoded as records in one buffer.
@@ -183,18 +208,19 @@ impl Wal {
         lock(&self.state).index.last()
     }
 
-    /// Writes the entries at the tail and fsyncs them. A failed fsync
-    /// poisons the log (see [`DiskHealth`]): this and every later append
-    /// fail with [`DbError::Poisoned`]. A failure before the fsync (`ENOSPC`
-    /// while making a segment or writing) leaves the tail as it was, so the
-    /// same `encoded` may be appended again.
-    pub fn append(&self, encoded: &Encoded) -> Result<(), DbError> {
+    /// Writes the entries at the tail, not yet durable: they are readable
+    /// at once (from the page cache), and durable once [`Wal::sync`] of the
+    /// returned [`Written`] succeeds. A failure (`ENOSPC` while making a
+    /// segment or writing) leaves the tail as it was, so the same `encoded`
+    /// may be written again. A poisoned log refuses with
+    /// [`DbError::Poisoned`].
+    pub(crate) fn write(&self, encoded: &Encoded) -> Result<Written, DbError> {
         let mut preallocator = lock(&self.writer);
         if self.disk.check_poisoned().is_err() {
             return Err(DbError::Poisoned(self.dir.clone()));
         }
         let Some(&(first_id, _)) = encoded.records.first() else {
-            return Ok(());
+            return Ok(Written::nothing());
         };
         let first = first_id.index;
         let size = encoded.buf.len() as u64;
@@ -223,10 +249,6 @@ impl Wal {
             None => self.roll(&mut preallocator, first)?,
         };
         power_cut::write_at(&file, &encoded.buf, offset)?;
-        if let Err(error) = self.fsync.sync(&file) {
-            self.disk.poison(&self.dir, &error);
-            return Err(DbError::Poisoned(self.dir.clone()));
-        }
 
         let mut state = lock(&self.state);
         let tail = state.segments.last_mut().expect("the segment just written");
@@ -247,6 +269,20 @@ impl Wal {
                 len,
             });
             at += HEADER as u64 + u64::from(len);
+        }
+        Ok(Written { file: Some(file) })
+    }
+
+    /// Makes `written` durable (`fdatasync` of its segment). A failed fsync
+    /// poisons the log (see [`DiskHealth`]): this and every later write
+    /// fail with [`DbError::Poisoned`].
+    pub(crate) fn sync(&self, written: &Written) -> Result<(), DbError> {
+        let Some(file) = &written.file else {
+            return Ok(());
+        };
+        if let Err(error) = self.fsync.sync(file) {
+            self.disk.poison(&self.dir, &error);
+            return Err(DbError::Poisoned(self.dir.clone()));
         }
         Ok(())
     }
