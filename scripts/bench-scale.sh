@@ -11,6 +11,7 @@
 #   scripts/bench-scale.sh waiters BIN... # 100 leases x 1000 locks = 100,000 waits timing out together
 #   scripts/bench-scale.sh three-nodes    # uncontended, 3 Leasehold nodes beside 3 etcd nodes
 #   scripts/bench-scale.sh storm 'BIN [SERVE ARGS]'...  # mass expiry (ttl TTL, default 10 s), each variant in turn
+#   scripts/bench-scale.sh snapshot       # the state held, probes run while snapshots of it are built (SNAP_EVERY entries)
 #   scripts/bench-scale.sh allocator 'ENV...'...  # hold under each environment; RSS, glibc malloc_stats, malloc_trim (gdb)
 #   scripts/bench-scale.sh throughput '[ENV...] BIN'...  # uncontended, contended, keep-alive; ROUNDS (2) rounds alternating
 #
@@ -182,6 +183,26 @@ storm() {
     done
 }
 
+# snapshot: a node that snapshots every SNAP_EVERY (5000) log entries holds
+# the state; then PROBES (4) clients cycle acquire + release for PROBE_S
+# (30) s, so snapshots of the whole state are built while they run. Their
+# latency is what a snapshot's build costs everyone else (issue 17: no
+# client stalled more than 100 ms); the snapshots built meanwhile are
+# listed with their copy and total times.
+snapshot() {
+    local addr="127.0.0.1:$(free_port)" dir="$work/snap"
+    serve "$bin" "$addr" "$dir" --snapshot-every "${SNAP_EVERY:-5000}"
+    ready "$addr"
+    hold "$addr" "$served"
+    sleep "${SETTLE:-10}"
+    local before
+    before=$(grep -ac "snapshot built" "$dir.log" || true)
+    echo "== $((leases * locks)) locks held; $before snapshots built so far; probing for ${PROBE_S:-30} s"
+    "$bin" --endpoints "http://$addr" bench --workload uncontended --clients "${PROBES:-4}" \
+        --seconds "${PROBE_S:-30}" | grep -E "cycles|latency"
+    grep -a "snapshot built" "$dir.log" | tail -n "+$((before + 1))" | sed 's/\x1b\[[0-9;]*m//g' | cut -c1-200
+}
+
 # allocator 'ENV...'...: for each set of environment assignments (e.g.
 # 'MALLOC_ARENA_MAX=1', 'LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2',
 # or '' for none), a fresh server under it holds the state; then its RSS,
@@ -267,6 +288,7 @@ catchup) catchup ;;
 waiters) waiters "${@:-$bin}" ;;
 three-nodes) three_nodes ;;
 storm) storm "${@:-$bin}" ;;
+snapshot) snapshot ;;
 allocator) allocator "${@:-}" ;;
 throughput) throughput "$@" ;;
 *)

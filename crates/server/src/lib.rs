@@ -42,6 +42,7 @@ pub mod hold_stats;
 mod http;
 pub mod hub;
 pub mod identity;
+pub mod log_lines;
 mod metrics;
 pub mod open_files;
 mod page;

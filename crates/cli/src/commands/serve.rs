@@ -297,7 +297,7 @@ fn init_logging(format: LogFormat) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(colour)
-        .with_writer(std::io::stderr);
+        .with_writer(leasehold_server::log_lines::writer);
     match format {
         LogFormat::Text => builder.init(),
         // Event fields at the top level, so `jq 'select(.token == "7")'`

@@ -5,7 +5,8 @@
 //! flushed (its `LogFlushed` callback, which is what a commit and a reply
 //! wait for) only once the fsync returned. Jobs waiting when the thread
 //! wakes are synced together, one fsync per segment, and completed in the
-//! order they were submitted.
+//! order they were submitted (openraft 0.9 awaits each flush before its
+//! next log write, so in practice there is one job at a time).
 //!
 //! **Why not inline.** The fsync used to run on openraft's core task, so
 //! one of the runtime's workers slept in the kernel for the ~300 µs of

@@ -178,10 +178,14 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        Ok(entries
-            .into_iter()
-            .map(|entry| self.apply_one(entry))
-            .collect())
+        // The entries' log lines are written at once, after the state lock
+        // is released (see `log_lines`).
+        Ok(crate::log_lines::batched(|| {
+            entries
+                .into_iter()
+                .map(|entry| self.apply_one(entry))
+                .collect()
+        }))
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {

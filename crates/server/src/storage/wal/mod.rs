@@ -18,11 +18,13 @@
 //! An `append` call's entries become one buffer, written with one `pwrite`
 //! at the tail of the current segment (or of a new one, if they do not fit)
 //! by [`Wal::write`], and made durable by [`Wal::sync`] (`fdatasync`, on
-//! the log's sync thread: see `storage::log_sync`). Truncate erases the cut-off bytes and deletes the later
-//! segments, durably, so recovery cannot bring them back; purge drops whole
-//! segments whose entries are all purged (the purged id itself is stored by
-//! the caller, durably, before). Reads `pread` the records back (from the
-//! page cache, in practice) and check their crc.
+//! the log's sync thread: see `storage::log_sync`; openraft 0.9 awaits that
+//! flush before it appends or truncates again). Truncate erases the cut-off
+//! bytes and deletes the later segments, durably, so recovery cannot bring
+//! them back; purge drops whole segments whose entries are all purged (the
+//! purged id itself is stored by the caller, durably, before). Reads
+//! `pread` the records back (from the page cache, in practice) and check
+//! their crc.
 //!
 //! openraft keeps the log contiguous (it truncates before overwriting and
 //! only skips ahead after a purge, which recovery accounts for). Its
