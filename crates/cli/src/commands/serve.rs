@@ -112,7 +112,6 @@ pub enum LogFormat {
     Json,
 }
 
-/// Parses `--peers 1=127.0.0.1:7421,2=127.0.0.1:7422`.
 /// The most `--worker-threads` a node takes.
 const WORKER_THREADS_MAX: i64 = 1024;
 
@@ -124,6 +123,7 @@ pub fn worker_threads(args: &ServeArgs) -> Option<usize> {
     args.worker_threads.map(usize::from)
 }
 
+/// Parses `--peers 1=127.0.0.1:7421,2=127.0.0.1:7422`.
 fn parse_peers(raw: &str) -> Result<BTreeMap<u64, String>, String> {
     let mut peers = BTreeMap::new();
     for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
