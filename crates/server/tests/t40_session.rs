@@ -1,7 +1,8 @@
 //! The session stream runs acquire, release and keep-alive with the same
 //! semantics as the unary calls: answers matched by seq, errors in-band, the
-//! stream open after an error, and a queued acquire on a closed stream
-//! leaving its queue.
+//! stream open after an error, answers in the order their work completes,
+//! work in flight answered after the client closes its half, and a queued
+//! acquire on a closed stream leaving its queue.
 
 use leasehold_proto::v1::session_request::Op;
 use leasehold_proto::v1::session_response::Result as Answer;
@@ -36,15 +37,43 @@ impl Session {
         }
     }
 
-    async fn call(&mut self, seq: u64, op: Op) -> Answer {
+    async fn send(&self, seq: u64, op: Op) {
         self.requests
             .send(SessionRequest { seq, op: Some(op) })
             .await
             .unwrap();
-        let response = self.responses.next().await.expect("an answer").expect("ok");
-        assert_eq!(response.seq, seq);
-        response.result.expect("a result")
     }
+
+    /// Closes the request half (the only sender of its channel is dropped);
+    /// the response half stays open.
+    fn close_requests(&mut self) {
+        self.requests = mpsc::channel(1).0;
+    }
+
+    /// The next answer, as (seq, result).
+    async fn answer(&mut self) -> (u64, Answer) {
+        let response = tokio::time::timeout(Duration::from_secs(10), self.responses.next())
+            .await
+            .expect("an answer within 10 s")
+            .expect("an answer")
+            .expect("ok");
+        (response.seq, response.result.expect("a result"))
+    }
+
+    async fn call(&mut self, seq: u64, op: Op) -> Answer {
+        self.send(seq, op).await;
+        let (answered, result) = self.answer().await;
+        assert_eq!(answered, seq);
+        result
+    }
+}
+
+fn keep_alive(lease: u64) -> Op {
+    Op::KeepAlive(KeepAliveRequest {
+        lease,
+        seq: 0,
+        holdings_digest: 0,
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -70,17 +99,7 @@ async fn acquire_release_and_keepalive_over_one_stream() {
         panic!("a release with a wrong token succeeded")
     };
     assert_eq!(wrong.reason, "NotHolder");
-    let Answer::KeepAlive(renewed) = session
-        .call(
-            4,
-            Op::KeepAlive(KeepAliveRequest {
-                lease,
-                seq: 0,
-                holdings_digest: 0,
-            }),
-        )
-        .await
-    else {
+    let Answer::KeepAlive(renewed) = session.call(4, keep_alive(lease)).await else {
         panic!("keep-alive failed")
     };
     assert_eq!(renewed.ttl_ms, 10_000);
@@ -126,5 +145,44 @@ async fn a_queued_acquire_leaves_the_queue_when_its_session_closes() {
         queued(0),
     )
     .await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_come_as_their_work_completes_and_after_the_client_closes_its_half() {
+    let (server, mut leases, mut locks) = TestServer::start_with_clients().await;
+    let holder = grant(&mut leases, 30_000).await;
+    let waiter = grant(&mut leases, 30_000).await;
+    let held = locks.acquire(acquire(holder, "q", 0)).await.unwrap();
+    let mut session = Session::open(&server).await;
+
+    // A queued acquire does not hold back a later keep-alive on the stream.
+    session
+        .send(1, Op::Acquire(acquire(waiter, "q", 20_000)))
+        .await;
+    session.send(2, keep_alive(waiter)).await;
+    let (first, renewed) = session.answer().await;
+    assert_eq!(
+        first, 2,
+        "the keep-alive is answered while the acquire waits"
+    );
+    assert!(matches!(renewed, Answer::KeepAlive(_)));
+
+    // The client closes its half: the acquire still in flight is answered
+    // once it is granted, and then the stream ends.
+    session.close_requests();
+    let token = held.into_inner().token;
+    locks.release(release(holder, "q", token)).await.unwrap();
+    let (seq, granted) = session.answer().await;
+    assert_eq!(seq, 1);
+    let Answer::Acquire(granted) = granted else {
+        panic!("the queued acquire was not granted: {granted:?}")
+    };
+    assert!(granted.token > token);
+    let end = tokio::time::timeout(Duration::from_secs(10), session.responses.next()).await;
+    assert!(
+        matches!(end, Ok(None)),
+        "the stream ends after its last answer"
+    );
     server.stop().await;
 }

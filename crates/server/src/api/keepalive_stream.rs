@@ -4,7 +4,7 @@
 //! open.
 
 use super::keep_alive::keep_alive;
-use super::stream::{spawn_answering, AnswerStream};
+use super::stream::{answering, AnswerStream};
 use super::Node;
 use crate::auth::Caller;
 use leasehold_proto::v1::{ErrorDetail, KeepAliveRequest, KeepAliveResponse};
@@ -13,13 +13,13 @@ use tonic::Streaming;
 
 /// Serves a keep-alive stream for `caller` (authenticated at open; each
 /// renewal re-checks its bearer token, so a revoked one stops renewing).
-pub fn spawn(
+pub fn serve(
     node: Arc<Node>,
     caller: Caller,
     requests: Streaming<KeepAliveRequest>,
 ) -> AnswerStream<KeepAliveResponse> {
     let caller = Arc::new(caller);
-    spawn_answering(requests, move |request| {
+    answering(requests, move |request| {
         let (node, caller) = (node.clone(), caller.clone());
         async move { answer(&node, &caller, request).await }
     })

@@ -116,7 +116,7 @@ impl Lock for LockApi {
     ) -> Result<Response<Self::SessionStream>, Status> {
         let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         let requests = request.into_inner();
-        Ok(Response::new(session::spawn(
+        Ok(Response::new(session::serve(
             self.node.clone(),
             caller,
             requests,
@@ -174,7 +174,7 @@ impl Lease for LeaseApi {
     ) -> Result<Response<Self::KeepAliveStreamStream>, Status> {
         let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         let requests = request.into_inner();
-        Ok(Response::new(keepalive_stream::spawn(
+        Ok(Response::new(keepalive_stream::serve(
             self.node.clone(),
             caller,
             requests,

@@ -5,7 +5,7 @@
 use super::acquire::acquire;
 use super::keep_alive::keep_alive;
 use super::release::release;
-use super::stream::{spawn_answering, AnswerStream};
+use super::stream::{answering, AnswerStream};
 use super::{ApiError, Node};
 use crate::auth::Caller;
 use leasehold_proto::v1::session_request::Op;
@@ -17,13 +17,13 @@ use tonic::Streaming;
 /// Serves a session stream for `caller` (authenticated at open; each
 /// message re-checks its bearer token, so a revoked one stops here too,
 /// and its operation checks its own verb).
-pub fn spawn(
+pub fn serve(
     node: Arc<Node>,
     caller: Caller,
     requests: Streaming<SessionRequest>,
 ) -> AnswerStream<SessionResponse> {
     let caller = Arc::new(caller);
-    spawn_answering(requests, move |request| {
+    answering(requests, move |request| {
         let (node, caller) = (node.clone(), caller.clone());
         async move { answer(&node, &caller, request).await }
     })
