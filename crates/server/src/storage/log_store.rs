@@ -7,9 +7,10 @@
 //!
 //! **Why the write is inline and the fsync is not**: the write is one
 //! `pwrite` into the page cache (microseconds), and the entries must be
-//! readable when `append` returns. The fsync is ~300 µs of sleeping in the
-//! kernel, which inline held one of the runtime's workers while the replies
-//! of the batch before waited to run. Measured with `leasehold bench
+//! readable when `append` returns. The fsync is 200-300 µs of sleeping in
+//! the kernel under load (about 100 µs on a quiet disk), which inline held
+//! one of the runtime's workers while the replies of the batch before
+//! waited to run. Measured with `leasehold bench
 //! --workload uncontended --clients 64`, side by side on the 2-core box
 //! (docs/DESIGN.md §6d, "Where a command's time goes"): fsync inline 24.1k,
 //! 24.3k, 24.4k cycles/s; on the sync thread 25.3k, 25.9k, 26.2k (three
