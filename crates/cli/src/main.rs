@@ -153,6 +153,7 @@ fn main() -> ExitCode {
         if let Some(workers) = serve::worker_threads(args) {
             runtime.worker_threads(workers);
         }
+        serve::no_lifo_slot(&mut runtime, args);
     }
     let runtime = match runtime.enable_all().build() {
         Ok(runtime) => runtime,

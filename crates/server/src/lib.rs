@@ -38,6 +38,7 @@ mod connections;
 pub mod ended_holds;
 pub mod events;
 mod health;
+pub mod held;
 pub mod hold_stats;
 mod http;
 pub mod hub;

@@ -1,9 +1,10 @@
 //! The server's log lines go to stderr through [`writer`], which holds the
-//! lines written during an apply ([`batched`]) and writes them with one
-//! `write` when the apply is done.
+//! lines written during a [`batched`] call (an apply, or a burst of the
+//! per-lock lines' thread, [`crate::sinks::lock_lines`]) and writes them
+//! with one `write` when it is done.
 //!
 //! **Why**: every grant and free is an info line (lock, lease, owner,
-//! token), written from the apply. Unbuffered stderr made each line its own
+//! token), and the apply used to write them. Unbuffered stderr made each line its own
 //! `write` syscall inside the state's write lock: a `perf record` of a node
 //! under `bench --workload uncontended --clients 64` put 6 % of the
 //! server's CPU in those writes and 4 % more in formatting the lines
@@ -16,13 +17,17 @@
 //! line written outside an apply goes straight out, as before; a
 //! panicking apply still writes what it held.
 
+use crate::held::{Held, Slot};
 use std::cell::RefCell;
 use std::io::{self, Write};
 
 thread_local! {
     /// The lines held by this thread's open [`batched`] call, if any.
-    static HELD: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
+    static HELD: Slot<u8> = const { RefCell::new(None) };
 }
+
+/// This thread's held lines.
+const LINES: Held<u8> = Held::new(&HELD);
 
 /// The writer for the log subscriber (`with_writer(log_lines::writer)`).
 pub fn writer() -> LineWriter {
@@ -64,45 +69,13 @@ pub fn batched<T>(f: impl FnOnce() -> T) -> T {
 /// [`batched`], handing the held lines to `out` (once, if any; not for a
 /// call nested in another, whose outer call hands them on).
 fn batched_into<T>(f: impl FnOnce() -> T, out: impl FnOnce(&[u8])) -> T {
-    let outer = HELD.with(|held| {
-        let mut held = held.borrow_mut();
-        let outer = held.is_none();
-        if outer {
-            *held = Some(Vec::new());
-        }
-        outer
-    });
-    if !outer {
-        return f();
-    }
-    /// Hands the lines on even if `f` panics.
-    struct Release<O: FnOnce(&[u8])>(Option<O>);
-    impl<O: FnOnce(&[u8])> Drop for Release<O> {
-        fn drop(&mut self) {
-            let lines = HELD
-                .with(|held| held.borrow_mut().take())
-                .unwrap_or_default();
-            if let Some(out) = self.0.take() {
-                if !lines.is_empty() {
-                    out(&lines);
-                }
-            }
-        }
-    }
-    let _release = Release(Some(out));
-    f()
+    LINES.scope(f, |lines| out(&lines))
 }
 
 /// Appends `bytes` to this thread's held lines if a [`batched`] call is
 /// open; says whether it did.
 fn held(bytes: &[u8]) -> bool {
-    HELD.with(|held| match held.borrow_mut().as_mut() {
-        Some(lines) => {
-            lines.extend_from_slice(bytes);
-            true
-        }
-        None => false,
-    })
+    LINES.add_with(|lines| lines.extend_from_slice(bytes))
 }
 
 #[cfg(test)]

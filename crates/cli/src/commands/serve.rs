@@ -123,6 +123,29 @@ pub fn worker_threads(args: &ServeArgs) -> Option<usize> {
     args.worker_threads.map(usize::from)
 }
 
+/// On a node started as a one-member cluster (no `--peers` naming others,
+/// no `--join`), runs woken tasks in the order they were woken, not the
+/// last-woken first. **Why**: a batch's replies wake one response task per
+/// request; each wakes its connection's writer, and with tokio's LIFO slot
+/// that writer ran right after each reply, one `writev` per reply (13.8 per
+/// batch under `bench --workload uncontended --clients 64`). Without it the
+/// replies queue first and each connection writes them together (2.2 per
+/// batch): about 6 % more cycles a second on one node. In a cluster the
+/// replication's chains of one message each lose more than that (3 nodes:
+/// 3-5 % fewer cycles), so members keep the slot (docs/DESIGN.md §6d). It
+/// is a tokio unstable API: it needs the `tokio_unstable` cfg that
+/// `.cargo/config.toml` sets; a build without it (`RUSTFLAGS` replaces that
+/// setting) keeps the slot and works the same, only slower.
+pub fn no_lifo_slot(runtime: &mut tokio::runtime::Builder, args: &ServeArgs) {
+    let alone = !args.join && args.peers.as_ref().is_none_or(|peers| peers.len() <= 1);
+    #[cfg(tokio_unstable)]
+    if alone {
+        runtime.disable_lifo_slot();
+    }
+    #[cfg(not(tokio_unstable))]
+    let _ = (runtime, alone);
+}
+
 /// Parses `--peers 1=127.0.0.1:7421,2=127.0.0.1:7422`.
 fn parse_peers(raw: &str) -> Result<BTreeMap<u64, String>, String> {
     let mut peers = BTreeMap::new();
@@ -212,6 +235,8 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
             until_stopped(server, signalled).await
         }
     };
+    // The per-lock lines still queued go out before the process ends.
+    leasehold_server::sinks::lock_lines::flush(Duration::from_secs(1));
     match outcome {
         Ok(Ok(())) => {
             tracing::info!("stopped");

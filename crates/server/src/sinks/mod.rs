@@ -5,7 +5,8 @@
 //!
 //! - [`crate::waiters`]: wakes blocked acquires (and times their waits);
 //! - [`crate::timers`]: the deadlines (the core's lessor);
-//! - [`telemetry`]: metrics and log lines;
+//! - [`telemetry`]: metrics and log lines (the per-lock ones written by
+//!   [`lock_lines`]' thread);
 //! - [`crate::events`]: the event log behind `Events` and the live page;
 //! - [`holders`]: since when each current holder holds, on this node's clock;
 //! - [`crate::hold_stats`]: finished holds by prefix, for `diagnose`;
@@ -17,6 +18,7 @@
 
 pub mod holders;
 pub mod lease_end_lines;
+pub mod lock_lines;
 pub mod telemetry;
 
 use crate::clock::Clock;

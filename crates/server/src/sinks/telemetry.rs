@@ -1,13 +1,15 @@
 //! Metrics and log lines for applied effects: counts for `/metrics`, and one
 //! log line for each grant, renewal, release and expiry with its lock,
 //! lease, owner and token (one place, so `grep token=…` answers "who held it
-//! when").
+//! when"). The per-lock info lines are written by their own thread
+//! ([`lock_lines`](super::lock_lines)), off the apply.
 //!
 //! Metric labels are bounded: causes and error kinds only, never lock names,
 //! leases or owners. Every node applies the same log, so counters agree
 //! across nodes; durations are measured on this node's clock.
 
 use super::lease_end_lines::EndTally;
+use super::lock_lines::{self, HoldEvent, LockLine};
 use super::{Freed, Refusal};
 use leasehold_core::{Applied, ForcedBy, FreeCause, LeaseId, LockError, LockName, Reply, Token};
 use metrics::{Counter, Histogram};
@@ -84,33 +86,40 @@ pub fn lease_ended(lease: LeaseId, expired: bool, tally: EndTally) {
     let (locks_freed, lock_lines_skipped) = (tally.freed, tally.unlogged);
     if expired {
         metrics::counter!("leasehold_leases_expired_total").increment(1);
-        tracing::info!(
-            lease = lease.0,
+    }
+    if (expired || lock_lines_skipped > 0) && lock_lines::wanted() {
+        lock_lines::send(LockLine::LeaseEnded {
+            lease,
+            expired,
             locks_freed,
             lock_lines_skipped,
-            "lease expired"
-        );
-    } else if lock_lines_skipped > 0 {
-        tracing::info!(
-            lease = lease.0,
-            locks_freed,
-            lock_lines_skipped,
-            "lease revoked"
-        );
+        });
     }
 }
 
 /// `lease` (of `owner`) got `name` under `token`.
 pub fn lock_granted(name: &LockName, lease: LeaseId, owner: &str, token: Token, from_queue: bool) {
     metrics::counter!("leasehold_locks_granted_total").increment(1);
-    tracing::info!(
-        lock = %name,
-        lease = lease.0,
+    hold_line(
+        HoldEvent::Acquired { from_queue },
+        name,
+        lease,
         owner,
-        token = token.0,
-        from_queue,
-        "lock acquired"
+        token,
     );
+}
+
+/// Queues a hold's line for the line thread, if info lines are wanted.
+fn hold_line(event: HoldEvent, name: &LockName, lease: LeaseId, owner: &str, token: Token) {
+    if lock_lines::wanted() {
+        lock_lines::send(LockLine::Hold {
+            event,
+            lock: name.clone(),
+            lease,
+            owner: owner.into(),
+            token,
+        });
+    }
 }
 
 /// A waiter on this node got its grant after waiting `waited`.
@@ -158,13 +167,14 @@ pub fn lock_freed(metrics: &FreeMetrics, freed: &Freed, line: bool) {
         metrics.hold_seconds().record(held_for.as_secs_f64());
     }
     let cause = freed.cause.label();
-    let (name, lease, owner, token) = (freed.name, freed.lease.0, freed.owner, freed.token.0);
+    let (name, lease, owner, token) = (freed.name, freed.lease, freed.owner, freed.token);
     if let Some(by) = freed.forced {
         metrics::counter!("leasehold_force_releases_total").increment(1);
         let detail = force_detail(by);
+        let (lease, token) = (lease.0, token.0);
         tracing::warn!(lock = %name, lease, owner, token, cause = %cause, forced = true, detail = %detail, "lock freed");
     } else if line {
-        tracing::info!(lock = %name, lease, owner, token, cause = %cause, "lock freed");
+        hold_line(HoldEvent::Freed { cause }, name, lease, owner, token);
     }
 }
 

@@ -179,12 +179,15 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         I::IntoIter: OptionalSend,
     {
         // The entries' log lines are written at once, after the state lock
-        // is released (see `log_lines`).
-        Ok(crate::log_lines::batched(|| {
-            entries
-                .into_iter()
-                .map(|entry| self.apply_one(entry))
-                .collect()
+        // is released (see `log_lines`), and their per-lock lines reach
+        // their thread in one message (see `sinks::lock_lines`).
+        Ok(crate::sinks::lock_lines::held(|| {
+            crate::log_lines::batched(|| {
+                entries
+                    .into_iter()
+                    .map(|entry| self.apply_one(entry))
+                    .collect()
+            })
         }))
     }
 
