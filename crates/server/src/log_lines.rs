@@ -4,11 +4,11 @@
 //! with one `write` when it is done.
 //!
 //! **Why**: every grant and free is an info line (lock, lease, owner,
-//! token), and the apply used to write them. Unbuffered stderr made each line its own
-//! `write` syscall inside the state's write lock: a `perf record` of a node
-//! under `bench --workload uncontended --clients 64` put 6 % of the
-//! server's CPU in those writes and 4 % more in formatting the lines
-//! (docs/DESIGN.md §6d, "Where a command's time goes"). Held, a batch of
+//! token), and the apply used to write them. Unbuffered stderr made each
+//! line its own `write` syscall inside the state's write lock: a `perf
+//! record` of a node under `bench --workload uncontended --clients 64` put
+//! 6 % of the server's CPU in those writes and 4 % more in formatting the
+//! lines (docs/DESIGN.md §6d, "Where a command's time goes"). Held, a batch of
 //! about 25 commands writes its ~50 lines at once, after the state lock is
 //! released, so a slow stderr (a pipe to a busy log collector) no longer
 //! stalls readers of the state. Measured: the server's `write` calls fell
