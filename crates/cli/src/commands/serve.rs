@@ -132,7 +132,9 @@ pub fn worker_threads(args: &ServeArgs) -> Option<usize> {
 /// replies queue first and each connection writes them together (2.2 per
 /// batch): about 6 % more cycles a second on one node. In a cluster the
 /// replication's chains of one message each lose more than that (3 nodes:
-/// 3-5 % fewer cycles), so members keep the slot (docs/DESIGN.md §6d). It
+/// 3-5 % fewer cycles), so members keep the slot (docs/DESIGN.md §6d).
+/// Judged from the command line, before the data dir is read: a member
+/// restarted without `--peers` runs without the slot too. It
 /// is a tokio unstable API: it needs the `tokio_unstable` cfg that
 /// `.cargo/config.toml` sets; a build without it (`RUSTFLAGS` replaces that
 /// setting) keeps the slot and works the same, only slower.
