@@ -10,8 +10,8 @@
 //!
 //! **Why not inline.** The fsync used to run on openraft's core task, so
 //! one of the runtime's workers slept in the kernel for the 200-300 µs of
-//! every batch under load while the replies of the batch before waited for a worker:
-//! per-stage timings of the proposer put about 280 µs between a batch's
+//! every batch under load while the replies of the batch before waited for
+//! a worker: per-stage timings of the proposer put about 280 µs between a batch's
 //! apply and its handlers running again (docs/DESIGN.md §6d, "Where a
 //! command's time goes"). Here the runtime never blocks on the disk.
 
