@@ -150,10 +150,8 @@ fn main() -> ExitCode {
     }
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Command::Serve(args) = &cli.command {
-        if let Some(workers) = serve::worker_threads(args) {
-            runtime.worker_threads(workers);
-        }
-        serve::no_lifo_slot(&mut runtime, args);
+        runtime.worker_threads(serve::worker_threads(args));
+        serve::no_lifo_slot(&mut runtime);
     }
     let runtime = match runtime.enable_all().build() {
         Ok(runtime) => runtime,

@@ -14,6 +14,7 @@
 //! waiting likewise: the remaining members no longer tell it what committed.
 
 use crate::clock::wall_unix_ms;
+use crate::raft::commit_thread::CommitThread;
 use crate::raft::quorum::{NoQuorum, QuorumMonitor};
 use crate::raft::types::{Batch, Raft};
 use crate::storage::{DiskFault, DiskHealth};
@@ -67,14 +68,16 @@ impl Proposer {
     /// `quorum` says this node leads without one or `disk` takes no writes.
     /// It stops when every handle is dropped.
     /// Each batch formed is told to `timers` (a wait is counted from then).
+    /// It runs on `commit`, beside openraft's tasks it hands batches to.
     pub fn spawn(
         raft: Raft,
         quorum: Arc<QuorumMonitor>,
         disk: Arc<DiskHealth>,
         timers: Arc<Timers>,
+        commit: &CommitThread,
     ) -> Proposer {
         let (queue, receiver) = mpsc::channel(QUEUE_MAX);
-        tokio::spawn(run(raft, quorum, disk, timers, receiver));
+        commit.spawn(run(raft, quorum, disk, timers, receiver));
         Proposer { queue }
     }
 

@@ -72,7 +72,9 @@ pub async fn serve_on(
     let identity = Arc::new(identity);
     let contacts = Arc::new(raft::contacts::Contacts::new(clock.clone()));
     let start = raft_start(&config, &identity, &contacts, &dialer);
-    let raft = raft::node::start(start, log_store, state_machine).await?;
+    let commit = raft::commit_thread::CommitThread::start()
+        .map_err(|error| ServeError::Raft(format!("cannot start the commit thread: {error}")))?;
+    let raft = raft::node::start(start, log_store, state_machine, &commit).await?;
     let quorum = QuorumMonitor::spawn(raft.metrics(), contacts, &config.raft_timings);
     raft::full_disk::spawn(raft.clone(), disk.clone());
     let proposer = Proposer::spawn(
@@ -80,6 +82,7 @@ pub async fn serve_on(
         quorum.clone(),
         disk.clone(),
         sinks.timers.clone(),
+        &commit,
     );
     timers::spawn(
         sinks.timers.clone(),
@@ -105,14 +108,7 @@ pub async fn serve_on(
         transport_security: config.transport_security(),
         restart_floor,
     });
-    if let Some(principal) = &config.bootstrap_admin {
-        let principal = leasehold_core::auth::Principal::parse(principal)
-            .map_err(|e| ServeError::Config(format!("--bootstrap-admin: {e}")))?;
-        tokio::spawn(crate::api::auth::bootstrap_when_leading(
-            node.clone(),
-            principal,
-        ));
-    }
+    bootstrap_admin(&config, &node)?;
     let gate = tls::peers::PeerGate::new(tls.clone(), config.peers.values().cloned().collect());
     let metrics_auth = config.metrics_auth;
     let announce = Announce {
@@ -123,7 +119,22 @@ pub async fn serve_on(
     if let Err(error) = raft.shutdown().await {
         tracing::warn!(%error, "raft did not shut down cleanly");
     }
+    drop(commit);
     result
+}
+
+/// `serve --bootstrap-admin`: makes the principal an admin once this node
+/// leads (see [`crate::api::auth::bootstrap_when_leading`]).
+fn bootstrap_admin(config: &ServeConfig, node: &Arc<Node>) -> Result<(), ServeError> {
+    if let Some(principal) = &config.bootstrap_admin {
+        let principal = leasehold_core::auth::Principal::parse(principal)
+            .map_err(|e| ServeError::Config(format!("--bootstrap-admin: {e}")))?;
+        tokio::spawn(crate::api::auth::bootstrap_when_leading(
+            node.clone(),
+            principal,
+        ));
+    }
+    Ok(())
 }
 
 /// How this node's Raft starts: its network (dialing from the listen IP,

@@ -53,8 +53,8 @@ pub struct ServeArgs {
     #[arg(long)]
     pub metrics_auth: bool,
     /// Threads that serve requests (the async runtime's workers), 1 to
-    /// 1024. Default: one per core (the log's fsyncs and snapshot encoding
-    /// run on threads of their own).
+    /// 1024. Default: one per core but one, at least one (the commit path,
+    /// the log's fsyncs and snapshot encoding run on threads of their own).
     #[arg(
         long,
         env = "LEASEHOLD_WORKER_THREADS",
@@ -115,37 +115,35 @@ pub enum LogFormat {
 /// The most `--worker-threads` a node takes.
 const WORKER_THREADS_MAX: i64 = 1024;
 
-/// The runtime workers `args` asks for (`None`: the runtime's default, one
-/// per core). On the 2-core machine of docs/DESIGN.md §6d one worker and
-/// two served the same uncontended rate once the log's fsync left the
-/// runtime.
-pub fn worker_threads(args: &ServeArgs) -> Option<usize> {
-    args.worker_threads.map(usize::from)
+/// The runtime workers `args` asks for; by default one per core but one,
+/// since the commit path has a thread of its own
+/// (`leasehold_server::raft::commit_thread`). On the 2-core machine of
+/// docs/DESIGN.md §6d one worker beside the commit thread served 5-10 %
+/// more uncontended cycles than two, and as many keep-alives.
+pub fn worker_threads(args: &ServeArgs) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    args.worker_threads
+        .map_or(cores.saturating_sub(1).max(1), usize::from)
 }
 
-/// On a node started as a one-member cluster (no `--peers` naming others,
-/// no `--join`), runs woken tasks in the order they were woken, not the
+/// Runs the API's woken tasks in the order they were woken, not the
 /// last-woken first. **Why**: a batch's replies wake one response task per
 /// request; each wakes its connection's writer, and with tokio's LIFO slot
 /// that writer ran right after each reply, one `writev` per reply (13.8 per
 /// batch under `bench --workload uncontended --clients 64`). Without it the
 /// replies queue first and each connection writes them together (2.2 per
-/// batch): about 6 % more cycles a second on one node. In a cluster the
-/// replication's chains of one message each lose more than that (3 nodes:
-/// 3-5 % fewer cycles), so members keep the slot (docs/DESIGN.md §6d).
-/// Judged from the command line, before the data dir is read: a member
-/// restarted without `--peers` runs without the slot too. It
-/// is a tokio unstable API: it needs the `tokio_unstable` cfg that
-/// `.cargo/config.toml` sets; a build without it (`RUSTFLAGS` replaces that
-/// setting) keeps the slot and works the same, only slower.
-pub fn no_lifo_slot(runtime: &mut tokio::runtime::Builder, args: &ServeArgs) {
-    let alone = !args.join && args.peers.as_ref().is_none_or(|peers| peers.len() <= 1);
+/// batch). With the commit path on its own thread and one API worker, the
+/// slot off gave 37,000-39,000 uncontended cycles a second on one node
+/// against 28,600-28,800 with it, and 12,500 against 11,200-12,000 on
+/// three nodes (docs/DESIGN.md §6d). It is a tokio unstable API: it needs
+/// the `tokio_unstable` cfg that `.cargo/config.toml` sets; a build without
+/// it (`RUSTFLAGS` replaces that setting) keeps the slot and works the same,
+/// only slower.
+pub fn no_lifo_slot(runtime: &mut tokio::runtime::Builder) {
     #[cfg(tokio_unstable)]
-    if alone {
-        runtime.disable_lifo_slot();
-    }
+    runtime.disable_lifo_slot();
     #[cfg(not(tokio_unstable))]
-    let _ = (runtime, alone);
+    let _ = runtime;
 }
 
 /// Parses `--peers 1=127.0.0.1:7421,2=127.0.0.1:7422`.

@@ -5,9 +5,11 @@
 //! each member was last heard from ([`contacts`]); with openraft's metrics
 //! that tells whether this node has its quorum ([`quorum`]), and whether
 //! it was removed from the cluster ([`membership`]). A node whose disk is
-//! full yields leadership ([`full_disk`]).
+//! full yields leadership ([`full_disk`]). openraft's tasks run on a thread
+//! of their own ([`commit_thread`]).
 
 pub mod codec;
+pub mod commit_thread;
 pub mod contacts;
 pub mod full_disk;
 pub mod membership;

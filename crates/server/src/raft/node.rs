@@ -14,6 +14,7 @@
 //! `--peers` asks its peers first, and does not start if they saw it take
 //! part in their cluster before (it lost its data, and with it its votes).
 
+use super::commit_thread::CommitThread;
 use super::network::Network;
 use super::types::Raft;
 use crate::identity::establish::establish;
@@ -165,19 +166,29 @@ pub struct Start {
     pub identity: Arc<Identity>,
 }
 
-/// Starts Raft as `start` says on the given stores: gives the node its
-/// cluster id, then, on an empty data dir, forms the cluster as
-/// `start.formation` says.
+/// Starts Raft as `start` says on the given stores, its tasks on `commit`:
+/// gives the node its cluster id, then, on an empty data dir, forms the
+/// cluster as `start.formation` says.
 pub async fn start(
     start: Start,
     log_store: LogStore,
     state_machine: StateMachineStore,
+    commit: &CommitThread,
 ) -> Result<Raft, ServeError> {
     let node_id = start.node_id;
     let config = raft_config(&start.timings, start.snapshot_every_entries)?;
     let dialer = start.network.dialer.clone();
-    let raft = Raft::new(node_id, config, start.network, log_store, state_machine)
+    let network = start.network;
+    let raft = commit
+        .run(Raft::new(
+            node_id,
+            config,
+            network,
+            log_store,
+            state_machine,
+        ))
         .await
+        .ok_or_else(|| ServeError::Raft("the commit thread stopped while Raft started".into()))?
         .map_err(|error| ServeError::Raft(error.to_string()))?;
     let established = establish(
         &raft,
