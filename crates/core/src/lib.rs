@@ -16,7 +16,9 @@
 //! [`Reason`] (the closed set of reasons every layer matches), and
 //! [`lessor`] (the deadlines the leader enforces, on monotonic milliseconds
 //! the server passes in), and [`auth`] (principals, roles, tokens, quotas
-//! and the audit trail, replicated like everything else).
+//! and the audit trail, replicated like everything else), and [`permits`]
+//! (the first-come-first-served grant rule semaphores and read-write locks
+//! share).
 //!
 //! ```
 //! use leasehold_core::{Command, OwnerInfo, Reply, State};
@@ -49,6 +51,7 @@ mod name_set;
 pub mod nearby;
 mod one_or_many;
 pub mod outcome;
+pub mod permits;
 mod reason;
 mod state;
 mod thin_text;
