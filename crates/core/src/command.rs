@@ -4,7 +4,7 @@
 
 use crate::auth::{AuditEntry, AuthChange, Principal};
 use crate::limits::{self, Limit};
-use crate::{FencedKey, LeaseId, LockError, LockName, Metadata, RequestId, Token};
+use crate::{AcquirePermits, FencedKey, LeaseId, LockError, LockName, Metadata, RequestId, Token};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -158,6 +158,17 @@ pub enum Command {
     /// committed and applied a batch at a time. Appended last so older
     /// entries still decode.
     TimeOutWaits { waits: Vec<(LeaseId, LockName)> },
+    /// Ask for permits of a semaphore or a read-write lock, or queue for
+    /// them. Appended last so older entries still decode.
+    AcquirePermits(AcquirePermits),
+    /// Release the grant of a semaphore or a read-write lock that (lease,
+    /// token) names. Appended last so older entries still decode.
+    ReleasePermits {
+        lease: LeaseId,
+        name: LockName,
+        token: Token,
+        request_id: Option<RequestId>,
+    },
 }
 
 impl Command {
@@ -169,6 +180,7 @@ impl Command {
                 owner.validate()
             }
             Command::Acquire(acquire) => acquire.validate(),
+            Command::AcquirePermits(acquire) => acquire.validate(),
             Command::FencedPut { value, .. } => crate::fenced::check_fenced_value(value),
             Command::ForceRelease { reason, caller, .. } => check_force(reason, caller),
             Command::Auth(change) => change.validate(),
@@ -205,9 +217,10 @@ impl Command {
     pub fn subject(&self) -> String {
         match self {
             Command::Acquire(a) => a.name.as_str().to_owned(),
-            Command::Release { name, .. } | Command::ForceRelease { name, .. } => {
-                name.as_str().to_owned()
-            }
+            Command::AcquirePermits(a) => a.name.as_str().to_owned(),
+            Command::Release { name, .. }
+            | Command::ReleasePermits { name, .. }
+            | Command::ForceRelease { name, .. } => name.as_str().to_owned(),
             Command::FencedPut { lock, .. } => lock.as_str().to_owned(),
             Command::KeepAlive { lease }
             | Command::RevokeLease { lease, .. }

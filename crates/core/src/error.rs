@@ -47,10 +47,12 @@ pub enum LockError {
         name: LockName,
         holder_token: Option<Token>,
     },
-    /// A field of the request is malformed or out of bounds. Checked before
-    /// a command is proposed (and again, identically, at apply), so it is
-    /// never among the stored outcomes: its `limit` field, added after the
-    /// variant was first stored, does not break an older snapshot.
+    /// A field of the request is malformed or out of bounds (checked before
+    /// a command is proposed, and again, identically, at apply), or names
+    /// something that is not what the request takes it for (a semaphore
+    /// asked for as a lock). It is never among the stored outcomes (a
+    /// request id does not remember it), so its `limit` field, added after
+    /// the variant was first stored, does not break an older snapshot.
     #[error("invalid {field}: {reason}")]
     InvalidArgument {
         field: String,

@@ -52,6 +52,7 @@ pub mod nearby;
 mod one_or_many;
 pub mod outcome;
 pub mod permits;
+mod pool;
 mod reason;
 mod state;
 mod thin_text;
@@ -73,6 +74,7 @@ pub use name_set::NameSet;
 pub use outcome::{
     Applied, Effect, ForcedBy, FreeCause, Outcome, Reply, WaitEndCause, RENEWAL_NAMES_LOGGED,
 };
+pub use pool::{AcquirePermits, PermitAsk, Pool, PoolKind, PoolView};
 pub use reason::{Reason, UnknownReason};
 pub use state::{FailedRelease, ForceRelease, ForceReleaseRecord, State};
 pub use wait_queue::WaitQueue;

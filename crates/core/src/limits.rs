@@ -56,6 +56,9 @@ pub const FORCE_RELEASES_REMEMBERED: usize = 256;
 pub const FORCE_REASON_BYTES_MAX: usize = 512;
 /// Longest caller (`user@host`) named by a force release, in bytes.
 pub const FORCE_CALLER_BYTES_MAX: usize = 256;
+/// Permits of one semaphore; also a read-write lock's pool size, so the
+/// most readers that can share one.
+pub const PERMITS_MAX: u32 = 65_536;
 /// Names suggested in a NoSuchLock error.
 pub const NEARBY_NAMES_MAX: usize = 3;
 /// Largest gRPC request message, in bytes.
@@ -215,6 +218,7 @@ limits! {
     AuditTextBytesMax => AUDIT_TEXT_BYTES_MAX,
     RefusalsAuditedPerSecond => REFUSALS_AUDITED_PER_SECOND,
     DiskHeadroomBytes => DISK_HEADROOM_BYTES,
+    PermitsMax => PERMITS_MAX,
 }
 
 impl fmt::Display for Limit {

@@ -40,9 +40,7 @@ use crate::{LeaseId, Token};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
-/// The most permits a pool may have; also a read-write lock's pool size,
-/// so it is the most readers that can share one.
-pub const PERMITS_MAX: u32 = 65_536;
+pub use crate::limits::PERMITS_MAX;
 
 /// Permits, who holds them and who waits, in order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,6 +60,16 @@ pub struct PermitHold {
     pub lease: LeaseId,
     pub token: Token,
     pub count: u32,
+    /// Proposer's wall time of the grant (display only).
+    pub acquired_unix_ms: u64,
+}
+
+/// What a grant made by the current command carries: its token (the
+/// command's revision) and the proposer's wall time (display only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    pub token: Token,
+    pub at_unix_ms: u64,
 }
 
 /// One queued ask.
@@ -69,6 +77,11 @@ pub struct PermitHold {
 pub struct PermitWait {
     pub lease: LeaseId,
     pub count: u32,
+    /// How long it waits at most (the deadline is the leader's lessor's,
+    /// re-armed from this after a failover).
+    pub wait_ms: u64,
+    /// Proposer's wall time of the ask (display only).
+    pub since_unix_ms: u64,
 }
 
 /// What an ask got.
@@ -142,15 +155,15 @@ impl PermitPool {
         self.permits
     }
 
-    /// `lease` asks for `count` permits, to be granted under `token` (the
-    /// asking command's revision) if they are free now; if not, it waits
-    /// at the back when `wait`, else it is refused as busy.
+    /// `lease` asks for `count` permits, to be granted under `stamp` (the
+    /// asking command's) if they are free now; if not, it waits at the back
+    /// for up to `wait_ms`, or with 0 is refused as busy.
     pub fn ask(
         &mut self,
         lease: LeaseId,
         count: u32,
-        wait: bool,
-        token: Token,
+        wait_ms: u64,
+        stamp: Stamp,
     ) -> Result<Asked, PermitRefusal> {
         if !(1..=self.permits).contains(&count) {
             let permits = self.permits;
@@ -159,14 +172,14 @@ impl PermitPool {
         if let Some(asked) = self.asked_before(lease, count)? {
             return Ok(asked);
         }
-        if self.waiters.is_empty() && count <= self.free() {
-            self.grant(lease, count, token);
+        if self.fits_now(count) {
+            self.grant(lease, count, stamp);
             return Ok(Asked::Granted {
-                token,
+                token: stamp.token,
                 already_held: false,
             });
         }
-        if !wait {
+        if wait_ms == 0 {
             return Err(PermitRefusal::Busy {
                 count,
                 free: self.free(),
@@ -174,7 +187,12 @@ impl PermitPool {
                 waiting: self.waiters.len() as u32,
             });
         }
-        self.waiters.push_back(PermitWait { lease, count });
+        self.waiters.push_back(PermitWait {
+            lease,
+            count,
+            wait_ms,
+            since_unix_ms: stamp.at_unix_ms,
+        });
         Ok(Asked::Queued {
             position: self.waiters.len() as u32,
         })
@@ -208,16 +226,16 @@ impl PermitPool {
         }))
     }
 
-    /// Releases the grant (`lease`, `token`) and returns how many permits
-    /// came free. Call [`PermitPool::grant_waiting`] after, with the
-    /// releasing command's token.
-    pub fn release(&mut self, lease: LeaseId, token: Token) -> Result<u32, PermitRefusal> {
+    /// Releases the grant (`lease`, `token`) and returns it. Call
+    /// [`PermitPool::grant_waiting`] after, with the releasing command's
+    /// stamp.
+    pub fn release(&mut self, lease: LeaseId, token: Token) -> Result<PermitHold, PermitRefusal> {
         let at = self
             .holds
             .iter()
             .position(|h| (h.lease, h.token) == (lease, token))
             .ok_or(PermitRefusal::NotHolder { lease, token })?;
-        Ok(self.holds.remove(at).count)
+        Ok(self.holds.remove(at))
     }
 
     /// Takes `lease` out of the queue; whether it was there. Call
@@ -228,41 +246,51 @@ impl PermitPool {
         self.waiters.len() < before
     }
 
-    /// `lease` ended: its grant and its wait go. Returns the permits freed
-    /// and whether it was waiting. Call [`PermitPool::grant_waiting`] after.
-    pub fn leave(&mut self, lease: LeaseId) -> (u32, bool) {
-        let freed = self
-            .holds
-            .iter()
-            .position(|h| h.lease == lease)
-            .map_or(0, |at| self.holds.remove(at).count);
-        (freed, self.cancel_wait(lease))
+    /// `lease` ended: its grant and its wait go. Returns the grant it
+    /// held, if any, and whether it was waiting. Call
+    /// [`PermitPool::grant_waiting`] after.
+    pub fn leave(&mut self, lease: LeaseId) -> (Option<PermitHold>, bool) {
+        let held = self.holds.iter().position(|h| h.lease == lease);
+        let held = held.map(|at| self.holds.remove(at));
+        (held, self.cancel_wait(lease))
     }
 
-    /// Grants waiters from the head under `token` for as long as the
+    /// Grants waiters from the head under `stamp` for as long as the
     /// head's ask fits; returns the grants, in queue order.
-    pub fn grant_waiting(&mut self, token: Token) -> Vec<PermitHold> {
+    pub fn grant_waiting(&mut self, stamp: Stamp) -> Vec<PermitHold> {
         let mut granted = Vec::new();
-        while let Some(&PermitWait { lease, count }) = self.waiters.front() {
+        while let Some(&PermitWait { lease, count, .. }) = self.waiters.front() {
             if count > self.free() {
                 break;
             }
             self.waiters.pop_front();
-            granted.push(self.grant(lease, count, token));
+            granted.push(self.grant(lease, count, stamp));
         }
         granted
     }
 
-    fn grant(&mut self, lease: LeaseId, count: u32, token: Token) -> PermitHold {
+    fn grant(&mut self, lease: LeaseId, count: u32, stamp: Stamp) -> PermitHold {
         let latest = self.holds.last().map(|h| h.token);
-        assert!(latest <= Some(token), "a grant's token went back");
+        assert!(latest <= Some(stamp.token), "a grant's token went back");
         let hold = PermitHold {
             lease,
-            token,
+            token: stamp.token,
             count,
+            acquired_unix_ms: stamp.at_unix_ms,
         };
         self.holds.push(hold);
         hold
+    }
+
+    /// Whether an ask for `count` permits made now would be granted at
+    /// once: nobody waits and they are free.
+    pub fn fits_now(&self, count: u32) -> bool {
+        self.waiters.is_empty() && count <= self.free()
+    }
+
+    /// Whether `count` permits are free, whoever waits.
+    pub fn has_free(&self, count: u32) -> bool {
+        count <= self.free()
     }
 
     /// How many permits the pool has.

@@ -26,6 +26,8 @@ mod lease_rows;
 mod leases;
 mod lock_rows;
 mod locks;
+mod pool_rows;
+mod pools;
 mod stored;
 mod table_rows;
 #[cfg(test)]
@@ -43,17 +45,19 @@ mod tests_leases;
 #[cfg(test)]
 mod tests_locks;
 #[cfg(test)]
+mod tests_pools;
+#[cfg(test)]
 mod tests_timers;
 
 use crate::auth::{Auth, Principal};
 use crate::fenced::FencedStore;
 use crate::{
     limits, Applied, Command, Lease, LeaseId, LeaseView, Lock, LockError, LockName, LockView,
-    Outcome, Reply, RequestId, Revision, Token,
+    Outcome, Pool, Reply, RequestId, Revision, Token,
 };
 use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 pub use force::{ForceRelease, ForceReleaseRecord};
 
@@ -120,6 +124,15 @@ pub struct State {
     /// Roles, users, tokens, quotas with the usage they bound, and the
     /// audit trail (see [`crate::auth`]).
     auth: Auth,
+    /// Semaphores and read-write locks that are held or waited for; no
+    /// other is stored. Not among the fields written above: a snapshot
+    /// carries them after everything else ([`State::stored_pools`]), so
+    /// snapshots written before pools existed read unchanged.
+    #[serde(skip)]
+    pools: OrdMap<LockName, Box<Pool>>,
+    /// The pools each lease holds or waits in (derived from `pools`).
+    #[serde(skip)]
+    pool_members: BTreeMap<LeaseId, BTreeSet<LockName>>,
 }
 
 impl State {
@@ -191,8 +204,15 @@ impl State {
                 lease,
                 name,
                 timed_out,
-            } => Ok(self.cancel_wait(lease, &name, timed_out, effects)),
-            Command::TimeOutWaits { waits } => Ok(self.time_out_waits(&waits, effects)),
+            } => Ok(self.cancel_wait(lease, &name, timed_out, at_unix_ms, effects)),
+            Command::TimeOutWaits { waits } => Ok(self.time_out_waits(&waits, at_unix_ms, effects)),
+            Command::AcquirePermits(acquire) => self.acquire_permits(acquire, at_unix_ms, effects),
+            Command::ReleasePermits {
+                lease,
+                name,
+                token,
+                request_id,
+            } => self.release_permits((lease, name, token), request_id, at_unix_ms, effects),
             Command::EndLockDelay { name, token } => {
                 Ok(self.end_lock_delay(&name, token, at_unix_ms, effects))
             }
@@ -272,6 +292,31 @@ impl State {
         if let (Some(id), Some(row)) = (request_id, self.leases.get_mut(&lease)) {
             row.dedup.remember(id, outcome.clone());
         }
+    }
+
+    /// Runs `fresh` for a request of `lease` seen for the first time: a
+    /// lease that is not live is refused, a request id seen before gets its
+    /// first outcome back, and the new outcome is remembered under the id
+    /// (see [`State::remember`]), unless it is `InvalidArgument`, which is
+    /// never remembered: it says the request does not fit the state now
+    /// (the name is something else), and a retry may find it does.
+    fn once(
+        &mut self,
+        lease: LeaseId,
+        request_id: Option<RequestId>,
+        fresh: impl FnOnce(&mut State) -> Outcome,
+    ) -> Outcome {
+        if !self.leases.contains_key(&lease) {
+            return Err(self.lease_gone(lease));
+        }
+        if let Some(first) = self.remembered(lease, &request_id) {
+            return first;
+        }
+        let outcome = fresh(self);
+        if !matches!(outcome, Err(LockError::InvalidArgument { .. })) {
+            self.remember(lease, request_id, &outcome);
+        }
+        outcome
     }
 
     /// Existing lock names that look like `wanted` (for NoSuchLock errors).
@@ -419,6 +464,7 @@ impl State {
         }
         self.check_grant_requests()?;
         self.check_fenced()?;
+        self.check_pools()?;
         self.check_usage()
     }
 

@@ -17,10 +17,18 @@
 //!   command's grants;
 //! - in a read-write pool, a writer (all permits) holds alone.
 
-use leasehold_core::permits::{Asked, PermitPool, PermitRefusal};
+use leasehold_core::permits::{Asked, PermitPool, PermitRefusal, Stamp};
 use leasehold_core::{LeaseId, Token};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
+
+/// The stamp of the command with revision `token`.
+fn at(token: u64) -> Stamp {
+    Stamp {
+        token: Token(token),
+        at_unix_ms: token,
+    }
+}
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -127,7 +135,8 @@ fn case() -> impl Strategy<Value = (bool, u32, Vec<Op>)> {
 fn apply(pool: &mut PermitPool, model: &mut Model, op: &Op, token: u64) -> Vec<u64> {
     match *op {
         Op::Ask { lease, count, wait } => {
-            let got = pool.ask(LeaseId(lease), count, wait, Token(token));
+            let wait_ms = if wait { 60_000 } else { 0 };
+            let got = pool.ask(LeaseId(lease), count, wait_ms, at(token));
             let expected = model.ask(lease, count, wait, token);
             assert_eq!(got.ok(), expected.ok(), "{op:?}");
             if let Err(PermitRefusal::Busy { free, .. }) = got {
@@ -145,7 +154,7 @@ fn apply(pool: &mut PermitPool, model: &mut Model, op: &Op, token: u64) -> Vec<u
             let freed = pool.release(LeaseId(lease), Token(named));
             if held == Some(named) {
                 let (count, _) = model.holds.remove(&lease).expect("held");
-                assert_eq!(freed, Ok(count));
+                assert_eq!(freed.map(|h| h.count), Ok(count));
             } else {
                 assert!(
                     freed.is_err(),
@@ -165,7 +174,8 @@ fn apply(pool: &mut PermitPool, model: &mut Model, op: &Op, token: u64) -> Vec<u
             let own = model.holds.remove(&lease).map_or(0, |(count, _)| count);
             let queued = model.queue.iter().any(|&(l, _)| l == lease);
             model.queue.retain(|&(l, _)| l != lease);
-            assert_eq!(pool.leave(LeaseId(lease)), (own, queued));
+            let (held, was_queued) = pool.leave(LeaseId(lease));
+            assert_eq!((held.map_or(0, |h| h.count), was_queued), (own, queued));
             assert_eq!(pool.free(), free_before + own, "exactly its own permits");
             grant_both(pool, model, token)
         }
@@ -176,7 +186,7 @@ fn apply(pool: &mut PermitPool, model: &mut Model, op: &Op, token: u64) -> Vec<u
 fn grant_both(pool: &mut PermitPool, model: &mut Model, token: u64) -> Vec<u64> {
     let queue_before: Vec<u64> = model.queue.iter().map(|&(l, _)| l).collect();
     let granted: Vec<u64> = pool
-        .grant_waiting(Token(token))
+        .grant_waiting(at(token))
         .iter()
         .map(|h| {
             assert_eq!(h.token, Token(token));

@@ -92,9 +92,13 @@ impl State {
                 auth.check(principal, Verb::Lock, a.name.as_str())?;
                 self.check_owner(principal, a.lease)
             }
-            Command::Release { lease, name, .. } => {
+            Command::Release { lease, name, .. } | Command::ReleasePermits { lease, name, .. } => {
                 auth.check(principal, Verb::Lock, name.as_str())?;
                 self.check_owner(principal, *lease)
+            }
+            Command::AcquirePermits(a) => {
+                auth.check(principal, Verb::Lock, a.name.as_str())?;
+                self.check_owner(principal, a.lease)
             }
             Command::FencedPut { lock, token, .. } => {
                 auth.check(principal, Verb::Lock, lock.as_str())?;
@@ -208,12 +212,13 @@ impl State {
     /// Checks the per-principal usage counters against a full recount.
     pub(super) fn check_usage(&self) -> Result<(), String> {
         let mut counted: BTreeMap<Principal, Usage> = BTreeMap::new();
-        for lease in self.leases.values() {
+        for (id, lease) in self.leases.iter() {
             if let Some(principal) = &lease.principal {
                 let usage = counted.entry(principal.clone()).or_default();
+                let (pool_held, pool_waiting) = self.pool_usage(*id);
                 usage.leases += 1;
-                usage.held += lease.holds.len() as u64;
-                usage.waiters += lease.waits.len() as u64;
+                usage.held += lease.holds.len() as u64 + pool_held;
+                usage.waiters += lease.waits.len() as u64 + pool_waiting;
             }
         }
         if &counted != self.auth.usages() {

@@ -154,7 +154,9 @@ impl State {
             let removed = self.grant_requests.remove(request_id, lease);
             assert!(removed, "a live lease's grant request is recorded");
         }
-        let (held, waiting) = (row.holds.len() as u64, row.waits.len() as u64);
+        let (pool_held, pool_waiting) = self.pool_usage(lease);
+        let held = row.holds.len() as u64 + pool_held;
+        let waiting = row.waits.len() as u64 + pool_waiting;
         self.auth.count(row.principal.as_ref(), |u| {
             u.leases -= 1;
             u.held -= held;
@@ -175,6 +177,8 @@ impl State {
             let ended = (lease, &owner, free_cause);
             self.free_by_lease_end(name, ended, at_unix_ms, effects);
         }
+        let causes = (free_cause, wait_cause);
+        self.end_pool_memberships((lease, &owner), causes, at_unix_ms, effects);
         if expired {
             self.remember_expired(lease);
         }

@@ -21,16 +21,23 @@ impl State {
         effects: &mut Vec<Effect>,
     ) -> Outcome {
         a.validate()?;
-        if !self.leases.contains_key(&a.lease) {
-            return Err(self.lease_gone(a.lease));
-        }
-        if let Some(first) = self.remembered(a.lease, &a.request_id) {
-            return first;
-        }
         let (lease, request_id) = (a.lease, a.request_id.clone());
-        let outcome = self.acquire_fresh(a, at_unix_ms, effects);
-        self.remember(lease, request_id, &outcome);
-        outcome
+        self.once(lease, request_id, |state| {
+            state.check_not_pool(&a.name, "acquire")?;
+            state.acquire_fresh(a, at_unix_ms, effects)
+        })
+    }
+
+    /// Refuses to `verb` `name` as a lock while it is a semaphore or a
+    /// read-write lock.
+    fn check_not_pool(&self, name: &LockName, verb: &str) -> Result<(), LockError> {
+        match self.pools.get(name) {
+            Some(pool) => Err(LockError::invalid(
+                "name",
+                format!("{name} is {} that is held or waited for now, not a lock: {verb} it as what it is, or use another name", pool.kind),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// `acquire` for a request not seen before.
@@ -61,11 +68,32 @@ impl State {
                 holder_token: lock.and_then(|l| l.holder.as_ref()).map(|h| h.token),
             });
         }
-        let in_use = row.holds.len() + row.waits.len();
+        let queue = busy.then(|| lock.map_or(0, |l| l.waiters.len()));
+        self.check_room(a.lease, &a.name, queue)?;
+        if !busy {
+            return Ok(self.grant_free(a, at_unix_ms, effects));
+        }
+        Ok(self.enqueue(a, at_unix_ms, effects))
+    }
+
+    /// The limits a new hold or wait of `lease` on `name` must stay within
+    /// (a lock's, a semaphore's or a read-write lock's): the lease's holds
+    /// and waits ([`limits::LOCKS_PER_LEASE_MAX`]) and its principal's held
+    /// quota; if it would wait behind `queue` others, also the principal's
+    /// waiters quota and the queue's length
+    /// ([`limits::WAITERS_PER_LOCK_MAX`]).
+    pub(super) fn check_room(
+        &self,
+        lease: LeaseId,
+        name: &LockName,
+        queue: Option<usize>,
+    ) -> Result<(), LockError> {
+        let row = &self.leases[&lease];
+        let in_use = row.holds.len() + row.waits.len() + self.pool_memberships(lease);
         if in_use >= limits::LOCKS_PER_LEASE_MAX {
             return Err(LockError::exhausted(
                 limits::Limit::LocksPerLeaseMax,
-                format!("lease {} holds or waits for {in_use} locks", a.lease),
+                format!("lease {lease} holds or waits for {in_use} locks"),
             ));
         }
         // A queued waiter becomes a holder without asking again, so both
@@ -73,19 +101,18 @@ impl State {
         let principal = row.principal.as_ref();
         self.auth
             .check_quota(principal, QuotaKind::Held, |u| u.held + u.waiters)?;
-        if !busy {
-            return Ok(self.grant_free(a, at_unix_ms, effects));
-        }
+        let Some(waiting) = queue else {
+            return Ok(());
+        };
         self.auth
             .check_quota(principal, QuotaKind::Waiters, |u| u.waiters)?;
-        let waiting = lock.map_or(0, |l| l.waiters.len());
         if waiting >= limits::WAITERS_PER_LOCK_MAX {
             return Err(LockError::exhausted(
                 limits::Limit::WaitersPerLockMax,
-                format!("{waiting} waiters are queued on {}", a.name),
+                format!("{waiting} waiters are queued on {name}"),
             ));
         }
-        Ok(self.enqueue(a, at_unix_ms, effects))
+        Ok(())
     }
 
     /// Grants a lock that is not in the table (free) to `a.lease`.
@@ -167,6 +194,8 @@ impl State {
             Err(self.lease_gone(lease))
         } else if let Some(first) = self.remembered(lease, &request_id) {
             return first;
+        } else if let Err(error) = self.check_not_pool(&name, "release") {
+            return Err(error);
         } else {
             let outcome = self.release_fresh(lease, &name, token, at_unix_ms, effects);
             self.remember(lease, request_id, &outcome);
@@ -219,6 +248,15 @@ impl State {
         });
     }
 
+    /// The error for a release of `name`, which nobody holds or waits for,
+    /// with the names that look like it.
+    pub(super) fn no_such_lock(&self, name: &LockName) -> LockError {
+        LockError::NoSuchLock {
+            name: name.clone(),
+            nearby: nearby::nearby_names(&self.locks, name.as_str()),
+        }
+    }
+
     /// `release` for a live lease and a request not seen before.
     fn release_fresh(
         &mut self,
@@ -229,10 +267,7 @@ impl State {
         effects: &mut Vec<Effect>,
     ) -> Outcome {
         let Some(lock) = self.locks.get(name) else {
-            return Err(LockError::NoSuchLock {
-                name: name.clone(),
-                nearby: nearby::nearby_names(&self.locks, name.as_str()),
-            });
+            return Err(self.no_such_lock(name));
         };
         let holder_token = lock.holder.as_ref().map(|h| h.token);
         if lock.holder.as_ref().map(|h| (h.lease, h.token)) != Some((lease, token)) {
@@ -249,17 +284,27 @@ impl State {
         Ok(Reply::Released)
     }
 
-    /// Takes `lease` out of `name`'s queue, if it is there.
+    /// Takes `lease` out of `name`'s queue, if it is there (a lock's, or a
+    /// semaphore's or read-write lock's, whose asks behind it may then be
+    /// granted).
     pub(super) fn cancel_wait(
         &mut self,
         lease: LeaseId,
         name: &LockName,
         timed_out: bool,
+        at_unix_ms: u64,
         effects: &mut Vec<Effect>,
     ) -> Reply {
         if self.leave_queue(lease, name, timed_out, effects) {
             self.bump();
+            self.grant_waiting(name, at_unix_ms, effects);
             return Reply::WaitEnded { holder_token: None };
+        }
+        if let Some(pool) = self.pools.get(name) {
+            let held = pool.permits.holds().iter().find(|h| h.lease == lease);
+            return Reply::WaitEnded {
+                holder_token: held.map(|h| h.token),
+            };
         }
         // Not queued: gone with its lease, or granted before this applied.
         let lock = self.locks.get(name);
@@ -275,14 +320,20 @@ impl State {
     pub(super) fn time_out_waits(
         &mut self,
         waits: &[(LeaseId, LockName)],
+        at_unix_ms: u64,
         effects: &mut Vec<Effect>,
     ) -> Reply {
-        let mut removed = false;
+        let mut removed = Vec::new();
         for (lease, name) in waits {
-            removed |= self.leave_queue(*lease, name, true, effects);
+            if self.leave_queue(*lease, name, true, effects) {
+                removed.push(name);
+            }
         }
-        if removed {
+        if !removed.is_empty() {
             self.bump();
+        }
+        for name in removed {
+            self.grant_waiting(name, at_unix_ms, effects);
         }
         Reply::TimerApplied
     }
@@ -301,7 +352,7 @@ impl State {
             return false;
         };
         if !row.waits.remove(name) {
-            return false;
+            return self.leave_pool_queue(lease, name, timed_out, effects);
         }
         let owner = row.owner.owner().to_owned();
         let principal = row.principal.clone();

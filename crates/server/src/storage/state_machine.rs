@@ -4,7 +4,8 @@
 //! Applying does no I/O: the log is the durable record, and on restart the
 //! state is rebuilt from the latest snapshot plus openraft re-applying the
 //! committed entries after it. A snapshot is the postcard encoding of
-//! `(State, last_applied, last_membership)`.
+//! `(State, last_applied, last_membership)` followed by the state's
+//! semaphores and read-write locks (see `encode`).
 
 use super::snapshot_store::{self, Meta};
 use super::{blocking, AppliedState, ApplyListener, DbError, DiskHealth, SharedState};
@@ -103,19 +104,27 @@ impl StateMachineStore {
     }
 }
 
-/// Encodes the applied state as snapshot bytes.
+/// Encodes the applied state as snapshot bytes: the state, the last
+/// applied log id and membership, then the semaphores and read-write locks
+/// (`State::stored_pools`), last so that snapshots written before they
+/// existed, which end before them, read as having none.
 fn encode(applied: &AppliedState) -> Result<Vec<u8>, postcard::Error> {
     postcard::to_allocvec(&(
         &applied.state,
         &applied.last_applied,
         &applied.last_membership,
+        applied.state.stored_pools(),
     ))
 }
 
 /// Decodes snapshot bytes. The meta's log id and membership are authoritative.
 fn decode(meta: &Meta, data: &[u8]) -> Result<AppliedState, DbError> {
     type Encoded = (State, Option<LogId>, StoredMembership<u64, BasicNode>);
-    let (mut state, _last_applied, _last_membership): Encoded = postcard::from_bytes(data)?;
+    let ((mut state, _last_applied, _last_membership), pools): (Encoded, &[u8]) =
+        postcard::take_from_bytes(data)?;
+    if !pools.is_empty() {
+        state.restore_pools(postcard::from_bytes(pools)?);
+    }
     state.share_names();
     Ok(AppliedState {
         state,
@@ -243,3 +252,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         }))
     }
 }
+
+#[cfg(test)]
+#[path = "state_machine_tests.rs"]
+mod tests;

@@ -252,6 +252,12 @@ impl Timers {
                     lessor.wait_started(name, waiter.lease, waiter.wait_ms, now_ms);
                 }
             }
+            for pool in state.pools() {
+                for waiter in pool.pool.permits.waiters() {
+                    let name = pool.name.clone();
+                    lessor.wait_started(name, waiter.lease, waiter.wait_ms, now_ms);
+                }
+            }
         });
     }
 }
@@ -261,6 +267,7 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::test_commands::{acquire, grant};
+    use leasehold_core::{AcquirePermits, Command, PermitAsk};
 
     #[test]
     fn a_rebuild_arms_leases_holds_and_waits_from_now() {
@@ -284,6 +291,35 @@ mod tests {
         assert_eq!(timers.take_due(10), vec![cancel]);
         clock.advance(Duration::from_millis(200));
         assert!(matches!(&timers.take_due(10)[..], [Due::EndHold { .. }]));
+    }
+
+    #[test]
+    fn a_rebuild_arms_the_waits_of_semaphores_and_read_write_locks() {
+        let mut state = State::default();
+        let (holder, waiter) = (grant(&mut state, 5_000), grant(&mut state, 5_000));
+        let name = LockName::parse("rw").unwrap();
+        for (lease, ask, wait_ms) in [
+            (holder, PermitAsk::Shared, 0),
+            (waiter, PermitAsk::Exclusive, 700),
+        ] {
+            let name = name.clone();
+            let ask = AcquirePermits {
+                lease,
+                name,
+                ask,
+                wait_ms,
+                request_id: None,
+            };
+            assert!(state.apply(Command::AcquirePermits(ask), 0).outcome.is_ok());
+        }
+        let clock = Arc::new(ManualClock::starting_now());
+        let timers = Timers::new(clock.clone(), Duration::ZERO);
+        timers.rebuild(&state);
+        clock.advance(Duration::from_millis(699));
+        assert!(timers.take_due(10).is_empty());
+        clock.advance(Duration::from_millis(1));
+        let lease = waiter;
+        assert_eq!(timers.take_due(10), vec![Due::CancelWait { name, lease }]);
     }
 
     #[test]
