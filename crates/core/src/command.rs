@@ -90,7 +90,8 @@ pub enum Command {
     ExpireLease { lease: LeaseId, renewals: u64 },
     /// Acquire a lock, or queue for it.
     Acquire(Acquire),
-    /// Release a lock held by (lease, token).
+    /// Release a lock, or a grant of a semaphore or a read-write lock,
+    /// held by (lease, token).
     Release {
         lease: LeaseId,
         name: LockName,
@@ -159,16 +160,9 @@ pub enum Command {
     /// entries still decode.
     TimeOutWaits { waits: Vec<(LeaseId, LockName)> },
     /// Ask for permits of a semaphore or a read-write lock, or queue for
-    /// them. Appended last so older entries still decode.
+    /// them (released with `Release`, as a lock is). Appended last so older
+    /// entries still decode.
     AcquirePermits(AcquirePermits),
-    /// Release the grant of a semaphore or a read-write lock that (lease,
-    /// token) names. Appended last so older entries still decode.
-    ReleasePermits {
-        lease: LeaseId,
-        name: LockName,
-        token: Token,
-        request_id: Option<RequestId>,
-    },
 }
 
 impl Command {
@@ -218,9 +212,9 @@ impl Command {
         match self {
             Command::Acquire(a) => a.name.as_str().to_owned(),
             Command::AcquirePermits(a) => a.name.as_str().to_owned(),
-            Command::Release { name, .. }
-            | Command::ReleasePermits { name, .. }
-            | Command::ForceRelease { name, .. } => name.as_str().to_owned(),
+            Command::Release { name, .. } | Command::ForceRelease { name, .. } => {
+                name.as_str().to_owned()
+            }
             Command::FencedPut { lock, .. } => lock.as_str().to_owned(),
             Command::KeepAlive { lease }
             | Command::RevokeLease { lease, .. }

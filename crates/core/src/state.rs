@@ -207,12 +207,6 @@ impl State {
             } => Ok(self.cancel_wait(lease, &name, timed_out, at_unix_ms, effects)),
             Command::TimeOutWaits { waits } => Ok(self.time_out_waits(&waits, at_unix_ms, effects)),
             Command::AcquirePermits(acquire) => self.acquire_permits(acquire, at_unix_ms, effects),
-            Command::ReleasePermits {
-                lease,
-                name,
-                token,
-                request_id,
-            } => self.release_permits((lease, name, token), request_id, at_unix_ms, effects),
             Command::EndLockDelay { name, token } => {
                 Ok(self.end_lock_delay(&name, token, at_unix_ms, effects))
             }
@@ -341,16 +335,18 @@ impl State {
             .map(|(id, lease)| LeaseView::new(*id, lease))
     }
 
-    /// The locks `lease` holds, with their tokens, in name order (nothing
+    /// What `lease` holds, with the tokens: its locks in name order, then
+    /// its grants of semaphores and read-write locks in name order (nothing
     /// for a lease that is not live).
     pub fn held_by(&self, lease: LeaseId) -> impl Iterator<Item = (&LockName, Token)> + '_ {
         let names = self.leases.get(&lease).map(|row| row.holds.iter());
-        names.into_iter().flatten().map(move |name| {
+        let locks = names.into_iter().flatten().map(move |name| {
             let holder = self.locks.get(name).and_then(|l| l.holder.as_ref());
             let holder = holder.expect("a lease lists a lock it holds");
             assert_eq!(holder.lease, lease, "a lease lists a lock another holds");
             (name, holder.token)
-        })
+        });
+        locks.chain(self.pool_grants(lease))
     }
 
     /// Number of live leases.

@@ -138,7 +138,7 @@ fn to_command(op: &Op, state: &State, slots: &[LeaseId; SLOTS]) -> Command {
             slot,
             name: i,
             right,
-        } => Command::ReleasePermits {
+        } => Command::Release {
             lease: slots[slot],
             name: name(i),
             token: held(slot, i).map_or(Token(1), |t| if right { t } else { Token(t.0 + 1) }),

@@ -92,7 +92,7 @@ impl State {
                 auth.check(principal, Verb::Lock, a.name.as_str())?;
                 self.check_owner(principal, a.lease)
             }
-            Command::Release { lease, name, .. } | Command::ReleasePermits { lease, name, .. } => {
+            Command::Release { lease, name, .. } => {
                 auth.check(principal, Verb::Lock, name.as_str())?;
                 self.check_owner(principal, *lease)
             }

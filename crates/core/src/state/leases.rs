@@ -96,6 +96,7 @@ impl State {
             .map(|(n, t)| (n.clone(), t));
         let held = held.collect();
         let holds = self.leases.get(&lease).map_or(0, |row| row.holds.len());
+        let holds = holds + self.pool_grants(lease).count();
         effects.push(Effect::LeaseRenewed {
             lease,
             ttl_ms,
@@ -178,14 +179,14 @@ impl State {
             self.free_by_lease_end(name, ended, at_unix_ms, effects);
         }
         let causes = (free_cause, wait_cause);
-        self.end_pool_memberships((lease, &owner), causes, at_unix_ms, effects);
+        let pools = self.end_pool_memberships((lease, &owner), causes, at_unix_ms, effects);
         if expired {
             self.remember_expired(lease);
         }
         effects.push(Effect::LeaseEnded { lease, expired });
-        Reply::LeaseEnded {
-            released: row.holds.into_vec(),
-        }
+        let mut released = row.holds.into_vec();
+        released.extend(pools);
+        Reply::LeaseEnded { released }
     }
 
     /// Frees `name`, held by the ending `lease`: on expiry with a lock

@@ -23,18 +23,18 @@ impl State {
         a.validate()?;
         let (lease, request_id) = (a.lease, a.request_id.clone());
         self.once(lease, request_id, |state| {
-            state.check_not_pool(&a.name, "acquire")?;
+            state.check_not_pool(&a.name)?;
             state.acquire_fresh(a, at_unix_ms, effects)
         })
     }
 
-    /// Refuses to `verb` `name` as a lock while it is a semaphore or a
+    /// Refuses to acquire `name` as a lock while it is a semaphore or a
     /// read-write lock.
-    fn check_not_pool(&self, name: &LockName, verb: &str) -> Result<(), LockError> {
+    fn check_not_pool(&self, name: &LockName) -> Result<(), LockError> {
         match self.pools.get(name) {
             Some(pool) => Err(LockError::invalid(
                 "name",
-                format!("{name} is {} that is held or waited for now, not a lock: {verb} it as what it is, or use another name", pool.kind),
+                format!("{name} is {} that is held or waited for now, not a lock: acquire it as what it is, or use another name", pool.kind),
             )),
             None => Ok(()),
         }
@@ -194,8 +194,6 @@ impl State {
             Err(self.lease_gone(lease))
         } else if let Some(first) = self.remembered(lease, &request_id) {
             return first;
-        } else if let Err(error) = self.check_not_pool(&name, "release") {
-            return Err(error);
         } else {
             let outcome = self.release_fresh(lease, &name, token, at_unix_ms, effects);
             self.remember(lease, request_id, &outcome);
@@ -266,6 +264,9 @@ impl State {
         at_unix_ms: u64,
         effects: &mut Vec<Effect>,
     ) -> Outcome {
+        if self.pools.contains_key(name) {
+            return self.release_permits(lease, name, token, at_unix_ms, effects);
+        }
         let Some(lock) = self.locks.get(name) else {
             return Err(self.no_such_lock(name));
         };

@@ -10,7 +10,7 @@
 //! without them and reads as having none.
 
 use super::State;
-use crate::{LeaseId, LockName, Pool, PoolView};
+use crate::{LeaseId, LockName, Pool, PoolView, Token};
 use imbl::OrdMap;
 use serde::Serialize;
 
@@ -95,6 +95,19 @@ impl State {
             }
         }
         Ok(())
+    }
+
+    /// `lease`'s grants of pools, in name order.
+    pub(super) fn pool_grants(
+        &self,
+        lease: LeaseId,
+    ) -> impl Iterator<Item = (&LockName, Token)> + '_ {
+        let names = self.pool_members.get(&lease).into_iter().flatten();
+        names.filter_map(move |name| {
+            let holds = self.pools[name].permits.holds();
+            let hold = holds.iter().find(|h| h.lease == lease)?;
+            Some((name, hold.token))
+        })
     }
 
     /// How many grants and waits `lease` has in pools.

@@ -18,8 +18,7 @@ use super::State;
 use crate::outcome::{FreeCause, WaitEndCause};
 use crate::permits::{Asked, PermitHold, PermitRefusal, Stamp};
 use crate::{
-    AcquirePermits, Effect, LeaseId, LockError, LockName, Outcome, PermitAsk, Reply, RequestId,
-    Token,
+    AcquirePermits, Effect, LeaseId, LockError, LockName, Outcome, PermitAsk, Reply, Token,
 };
 use std::sync::Arc;
 
@@ -139,27 +138,10 @@ impl State {
         }
     }
 
-    /// Releases the grant (`lease`, `token`) of the pool `name`; the
-    /// waiters it lets in are granted under this command's token.
+    /// Releases the grant (`lease`, `token`) of the pool `name` (a
+    /// `Release` of a name that is a pool); the waiters it lets in are
+    /// granted under this command's token.
     pub(super) fn release_permits(
-        &mut self,
-        (lease, name, token): (LeaseId, LockName, Token),
-        request_id: Option<RequestId>,
-        at_unix_ms: u64,
-        effects: &mut Vec<Effect>,
-    ) -> Outcome {
-        self.once(lease, request_id, |state| {
-            if state.locks.contains_key(&name) {
-                let reason = format!(
-                    "{name} is a lock, not a semaphore or a read-write lock: release it as a lock"
-                );
-                return Err(LockError::invalid("name", reason));
-            }
-            state.release_permits_fresh(lease, &name, token, at_unix_ms, effects)
-        })
-    }
-
-    fn release_permits_fresh(
         &mut self,
         lease: LeaseId,
         name: &LockName,
@@ -167,10 +149,7 @@ impl State {
         at_unix_ms: u64,
         effects: &mut Vec<Effect>,
     ) -> Outcome {
-        if !self.pools.contains_key(name) {
-            return Err(self.no_such_lock(name));
-        }
-        let pool = self.pools.get_mut(name).expect("a pool");
+        let pool = self.pools.get_mut(name).expect("releasing a missing pool");
         let hold = pool.permits.release(lease, token).map_err(|_| {
             let holder_token = pool.permits.holds().iter().find(|h| h.lease == lease);
             LockError::NotHolder {
@@ -183,7 +162,7 @@ impl State {
         self.bump();
         self.left(lease, name, |u| u.held -= 1);
         let owner = self.owner_of(lease);
-        effects.push(freed(name, hold, FreeCause::Released, owner));
+        effects.push(freed_effect(name, hold, FreeCause::Released, owner));
         self.grant_waiting(name, at_unix_ms, effects);
         Ok(Reply::Released)
     }
@@ -252,21 +231,23 @@ impl State {
 
     /// The ended `lease` (its row already gone, its usage already taken
     /// off) leaves every pool it held or waited in; the waiters that fit
-    /// then are granted under this command's token.
+    /// then are granted under this command's token. Returns the names of
+    /// the pools whose grants it freed.
     pub(super) fn end_pool_memberships(
         &mut self,
         (lease, owner): (LeaseId, &Arc<str>),
         (free_cause, wait_cause): (FreeCause, WaitEndCause),
         at_unix_ms: u64,
         effects: &mut Vec<Effect>,
-    ) {
+    ) -> Vec<LockName> {
         let names = self.pool_members.remove(&lease).unwrap_or_default();
-        for name in &names {
-            let pool = self.pools.get_mut(name).expect("a member's pool");
+        let mut freed = Vec::new();
+        for name in names {
+            let pool = self.pools.get_mut(&name).expect("a member's pool");
             let (held, waited) = pool.permits.leave(lease);
             assert!(held.is_some() != waited, "a lease holds or waits in a pool");
             if let Some(hold) = held {
-                effects.push(freed(name, hold, free_cause, Arc::clone(owner)));
+                effects.push(freed_effect(&name, hold, free_cause, Arc::clone(owner)));
             } else {
                 effects.push(Effect::WaiterRemoved {
                     name: name.clone(),
@@ -275,8 +256,12 @@ impl State {
                     owner: owner.to_string(),
                 });
             }
-            self.grant_waiting(name, at_unix_ms, effects);
+            self.grant_waiting(&name, at_unix_ms, effects);
+            if held.is_some() {
+                freed.push(name);
+            }
         }
+        freed
     }
 
     fn owner_of(&self, lease: LeaseId) -> Arc<str> {
@@ -302,7 +287,7 @@ fn granted(
     }
 }
 
-fn freed(name: &LockName, hold: PermitHold, cause: FreeCause, owner: Arc<str>) -> Effect {
+fn freed_effect(name: &LockName, hold: PermitHold, cause: FreeCause, owner: Arc<str>) -> Effect {
     Effect::LockFreed {
         name: name.clone(),
         lease: hold.lease,

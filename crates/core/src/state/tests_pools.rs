@@ -25,7 +25,7 @@ fn semaphore(permits: u32, count: u32) -> PermitAsk {
 }
 
 fn release_permits(state: &mut State, lease: LeaseId, lock: &str, token: Token) -> Applied {
-    let release = Command::ReleasePermits {
+    let release = Command::Release {
         lease,
         name: name(lock),
         token,
@@ -158,11 +158,16 @@ fn a_name_is_one_thing_at_a_time_and_a_semaphore_one_size() {
             .contains("s is a semaphore now, not a read-write lock"),
         "{error}"
     );
-    let as_lock_release = release(&mut state, a, "s", Token(1));
-    assert!(matches!(
-        as_lock_release.outcome,
-        Err(LockError::InvalidArgument { .. })
-    ));
+    let wrong_token = release(&mut state, a, "s", Token(1));
+    assert!(
+        matches!(wrong_token.outcome, Err(LockError::NotHolder { .. })),
+        "{wrong_token:?}"
+    );
+    assert_eq!(
+        state.failed_releases().count(),
+        1,
+        "remembered for diagnosis, as a lock's"
+    );
     state.check_invariants().unwrap();
 }
 
@@ -344,4 +349,40 @@ fn grants_and_waits_in_pools_count_against_the_lease_limit_with_its_locks() {
         })
     ));
     state.check_invariants().unwrap();
+}
+
+#[test]
+fn what_a_lease_holds_lists_its_pool_grants_after_its_locks() {
+    let mut state = State::default();
+    let (a, b) = (grant(&mut state), grant(&mut state));
+    let lock = hold(&mut state, a, "m/lock");
+    let shared = token_of(&ask(&mut state, a, "a/rw", PermitAsk::Shared, 0));
+    ask(&mut state, b, "a/rw", PermitAsk::Exclusive, 10_000);
+    ask(&mut state, a, "z/sem", semaphore(1, 1), 0);
+    ask(&mut state, a, "y/sem", semaphore(1, 1), 0);
+    let held: Vec<(String, Token)> = state
+        .held_by(a)
+        .map(|(name, token)| (name.to_string(), token))
+        .collect();
+    let names: Vec<&str> = held.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["m/lock", "a/rw", "y/sem", "z/sem"]);
+    assert_eq!((held[0].1, held[1].1), (lock, shared));
+    assert!(state.held_by(b).next().is_none(), "a wait is not a hold");
+    let renewed = state.apply(Command::KeepAlive { lease: a }, 9);
+    assert!(matches!(
+        renewed.effects[..],
+        [Effect::LeaseRenewed { holds: 4, .. }]
+    ));
+    let ended = state.apply(
+        Command::RevokeLease {
+            lease: a,
+            request_id: None,
+        },
+        9,
+    );
+    let Ok(Reply::LeaseEnded { released }) = ended.outcome else {
+        panic!("{ended:?}");
+    };
+    let released: Vec<&str> = released.iter().map(|name| name.as_str()).collect();
+    assert_eq!(released, ["m/lock", "a/rw", "y/sem", "z/sem"]);
 }
