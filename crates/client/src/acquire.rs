@@ -1,5 +1,9 @@
 //! Acquiring a lock: [`LockOptions`] (how), [`LockRequest`] (the builder
-//! `lease.lock(name).wait(d).fenced(true).acquire()`).
+//! `lease.lock(name).wait(d).fenced(true).acquire()`). A permit of a
+//! semaphore or a hold of a read-write lock is acquired the same way
+//! (`.semaphore(n, k)`, `.shared()`, `.exclusive()`) and held by the same
+//! guard: the server keeps it among what the lease holds, so renewal,
+//! loss and release treat it as a lock.
 //!
 //! While an acquire is in flight its name is registered with the lease as
 //! "acquiring", so reconciliation does not release a grant that is about to
@@ -12,7 +16,7 @@ use crate::error::Error;
 use crate::guard::LockGuard;
 use crate::lease::{Lease, LeaseState};
 use crate::name::IntoLockName;
-use leasehold_core::LockName;
+use leasehold_core::{LockName, PermitAsk};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +33,7 @@ pub struct LockOptions {
     pub(crate) metadata: BTreeMap<String, String>,
     pub(crate) deadline: Option<Duration>,
     pub(crate) owner: Option<String>,
+    pub(crate) permits: Option<PermitAsk>,
 }
 
 impl LockOptions {
@@ -67,6 +72,34 @@ impl LockOptions {
     /// Free-form metadata shown to operators with the holder.
     pub fn metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// Take `count` of the `permits` permits of a semaphore instead of a
+    /// lock (the first acquirer of the name sets `permits`; asking with
+    /// another number while anyone holds or waits is refused). Asks are
+    /// granted first come, first served: a big ask is never overtaken by
+    /// later small ones. Lock delay, max hold and metadata apply to locks
+    /// only.
+    pub fn semaphore(mut self, permits: u32, count: u32) -> Self {
+        self.permits = Some(PermitAsk::Semaphore { permits, count });
+        self
+    }
+
+    /// Hold the name as a read-write lock, shared with other readers
+    /// (`LockOptions::exclusive` for the writer). A writer that waits holds
+    /// back the readers that come after it; consecutive readers are
+    /// granted together.
+    pub fn shared(mut self) -> Self {
+        self.permits = Some(PermitAsk::Shared);
+        self
+    }
+
+    /// Hold the name as a read-write lock, alone (the writer): no reader
+    /// and no other writer holds it meanwhile, and its token is above
+    /// every earlier holder's.
+    pub fn exclusive(mut self) -> Self {
+        self.permits = Some(PermitAsk::Exclusive);
         self
     }
 
@@ -135,6 +168,24 @@ impl LockRequest {
     /// See [`LockOptions::metadata`].
     pub fn metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.options = self.options.metadata(key, value);
+        self
+    }
+
+    /// See [`LockOptions::semaphore`].
+    pub fn semaphore(mut self, permits: u32, count: u32) -> Self {
+        self.options = self.options.semaphore(permits, count);
+        self
+    }
+
+    /// See [`LockOptions::shared`].
+    pub fn shared(mut self) -> Self {
+        self.options = self.options.shared();
+        self
+    }
+
+    /// See [`LockOptions::exclusive`].
+    pub fn exclusive(mut self) -> Self {
+        self.options = self.options.exclusive();
         self
     }
 

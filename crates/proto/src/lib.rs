@@ -30,6 +30,7 @@ pub mod v1 {
 
 pub mod codec;
 pub mod json;
+pub mod permits;
 pub mod reason;
 pub mod status;
 pub mod tls_mismatch;

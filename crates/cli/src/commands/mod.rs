@@ -152,12 +152,43 @@ pub struct HoldFlags {
     /// Metadata KEY=VALUE stored with the holder (repeatable).
     #[arg(long = "metadata", value_parser = crate::owner::parse_key_value, value_name = "KEY=VALUE")]
     pub metadata: Vec<(String, String)>,
+    /// Hold one of N permits of a semaphore instead of a lock: at most N
+    /// holders at once, first come first served (as `consul lock -n`).
+    #[arg(long, value_name = "N", value_parser = permits_limit,
+          conflicts_with_all = ["shared", "exclusive", "lock_delay", "max_hold", "metadata"])]
+    pub limit: Option<u32>,
+    /// Hold a read-write lock as a reader, beside other readers.
+    #[arg(long, conflicts_with_all = ["exclusive", "lock_delay", "max_hold", "metadata"])]
+    pub shared: bool,
+    /// Hold a read-write lock as its writer, alone.
+    #[arg(long, conflicts_with_all = ["lock_delay", "max_hold", "metadata"])]
+    pub exclusive: bool,
+}
+
+/// A semaphore's size: 1 to `PERMITS_MAX`.
+fn permits_limit(raw: &str) -> Result<u32, String> {
+    let max = leasehold_core::limits::PERMITS_MAX;
+    match raw.parse::<u32>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "--limit {raw} is not a number of permits from 1 to {max} (PERMITS_MAX)"
+        )),
+    }
 }
 
 impl HoldFlags {
     /// The lock options of these flags, with `wait` and `fenced`.
     pub fn options(&self, wait: Duration, fenced: bool) -> LockOptions {
         let mut options = LockOptions::default().wait(wait).fenced(fenced);
+        if let Some(permits) = self.limit {
+            options = options.semaphore(permits, 1);
+        }
+        if self.shared {
+            options = options.shared();
+        }
+        if self.exclusive {
+            options = options.exclusive();
+        }
         if let Some(delay) = self.lock_delay {
             options = options.lock_delay(delay);
         }

@@ -64,6 +64,7 @@ impl Client {
             lock_delay_ms: ms(options.lock_delay),
             max_hold_ms: options.max_hold.map_or(0, ms),
             metadata: options.metadata.clone().into_iter().collect(),
+            permits: options.permits.map(Into::into),
         };
         let wait = options.wait;
         let started = Instant::now();

@@ -1,12 +1,18 @@
 //! Acquire, immediate or queued: shared by the unary `Lock.Acquire` and the
-//! `Lock.Session` stream.
+//! `Lock.Session` stream, for a lock or for permits of a semaphore or a
+//! read-write lock (the request's `permits`): the two differ in the command
+//! proposed and in where the state keeps the lease's hold or wait, nothing
+//! else (the core answers both alike, and their grants wake a queued wait
+//! alike).
 
 use super::propose::{Acquisition, Proposal};
 use super::wait::QueuedWait;
 use super::{check_lease_id, check_request_size, ApiError, Node};
 use crate::auth::Caller;
 use crate::raft::quorum::Standing;
-use leasehold_core::{Acquire, LeaseId, LockName, RequestId, Revision, State, Token};
+use leasehold_core::{
+    Acquire, AcquirePermits, LeaseId, LockName, PermitAsk, RequestId, Revision, State, Token,
+};
 use leasehold_proto::v1::{AcquireRequest, AcquireResponse};
 use std::sync::Arc;
 
@@ -17,18 +23,93 @@ pub async fn acquire(
     request: AcquireRequest,
 ) -> Result<AcquireResponse, ApiError> {
     let acquire = parse_acquire(request)?;
-    let proposal = caller.authorize(node, Proposal::acquire(acquire.clone()))?;
+    let proposal = caller.authorize(node, acquire.proposal())?;
     let response = if acquire.wait_ms == 0 {
         acquire_now(node, proposal).await?
     } else {
-        acquire_queued(node, acquire, proposal).await?
+        acquire_queued(node, acquire.about(), proposal).await?
     };
     metrics::counter!("leasehold_acquires_total").increment(1);
     Ok(response)
 }
 
-fn parse_acquire(request: AcquireRequest) -> Result<Acquire, ApiError> {
+/// A validated acquire: the lease, name and wait every acquire has, and
+/// the command that asks for a lock or for permits.
+struct Asked {
+    lease: LeaseId,
+    name: LockName,
+    wait_ms: u64,
+    command: AskedFor,
+}
+
+enum AskedFor {
+    Lock(Acquire),
+    Permits(AcquirePermits),
+}
+
+impl Asked {
+    fn proposal(&self) -> Proposal<Acquisition> {
+        match &self.command {
+            AskedFor::Lock(acquire) => Proposal::acquire(acquire.clone()),
+            AskedFor::Permits(acquire) => Proposal::acquire_permits(acquire.clone()),
+        }
+    }
+
+    /// Who waits for what, for how long.
+    fn about(self) -> (LockName, LeaseId, u64) {
+        (self.name, self.lease, self.wait_ms)
+    }
+}
+
+fn parse_acquire(request: AcquireRequest) -> Result<Asked, ApiError> {
     check_request_size(&request)?;
+    let lease = check_lease_id(request.lease)?;
+    let name = LockName::parse(&request.name)?;
+    let command = match request.permits {
+        Some(ask) => AskedFor::Permits(parse_permits(&request, ask)?),
+        None => AskedFor::Lock(parse_lock(request)?),
+    };
+    Ok(Asked {
+        lease,
+        name,
+        wait_ms: match &command {
+            AskedFor::Lock(a) => a.wait_ms,
+            AskedFor::Permits(a) => a.wait_ms,
+        },
+        command,
+    })
+}
+
+/// An acquire of permits: the lock-only settings must be unset.
+fn parse_permits(
+    request: &AcquireRequest,
+    ask: leasehold_proto::v1::PermitAsk,
+) -> Result<AcquirePermits, ApiError> {
+    let ask = PermitAsk::try_from(ask).map_err(|why| ApiError::invalid("permits", why))?;
+    let lock_only = [
+        ("lock_delay_ms", request.lock_delay_ms != 0),
+        ("max_hold_ms", request.max_hold_ms != 0),
+        ("metadata", !request.metadata.is_empty()),
+    ];
+    if let Some((field, _)) = lock_only.iter().find(|(_, set)| *set) {
+        let why = format!(
+            "applies to locks only, not to {}: leave it unset",
+            ask.kind()
+        );
+        return Err(ApiError::invalid(field, &why));
+    }
+    let acquire = AcquirePermits {
+        lease: check_lease_id(request.lease)?,
+        name: LockName::parse(&request.name)?,
+        ask,
+        wait_ms: request.wait_ms,
+        request_id: RequestId::parse(&request.request_id)?,
+    };
+    acquire.validate()?;
+    Ok(acquire)
+}
+
+fn parse_lock(request: AcquireRequest) -> Result<Acquire, ApiError> {
     let acquire = Acquire {
         lease: check_lease_id(request.lease)?,
         name: LockName::parse(&request.name)?,
@@ -68,6 +149,16 @@ fn standing(node: &Node, wait: &QueuedWait) -> WaitStanding {
 }
 
 fn standing_in(state: &State, name: &LockName, lease: LeaseId) -> WaitStanding {
+    if let Some(pool) = state.pool(name) {
+        let permits = &pool.pool.permits;
+        if let Some(hold) = permits.holds().iter().find(|h| h.lease == lease) {
+            return WaitStanding::Holds(hold.token);
+        }
+        if permits.waiters().any(|w| w.lease == lease) {
+            return WaitStanding::Queued;
+        }
+        return WaitStanding::Gone;
+    }
     let Some(lock) = state.lock(name) else {
         return WaitStanding::Gone;
     };
@@ -104,25 +195,19 @@ async fn acquire_now(
     }
 }
 
-/// `acquire` waits in the queue; `proposal` is its (authorized) command.
+/// `lease` waits up to `wait_ms` in `name`'s queue; `proposal` is its
+/// (authorized) acquire.
 async fn acquire_queued(
     node: &Arc<Node>,
-    acquire: Acquire,
+    (name, lease, wait_ms): (LockName, LeaseId, u64),
     proposal: Proposal<Acquisition>,
 ) -> Result<AcquireResponse, ApiError> {
-    let wait = QueuedWait::register(
-        node.clone(),
-        acquire.name.clone(),
-        acquire.lease,
-        acquire.wait_ms,
-    );
+    let wait = QueuedWait::register(node.clone(), name.clone(), lease, wait_ms);
     // Already queued (a retry whose first call the client gave up on): the
     // acquire would change nothing, so a leader with its quorum waits
     // without proposing it. The wait registered first, so every later wake
     // reaches it.
-    let queued = node
-        .state
-        .read(|state| queued_at(state, &acquire.name, acquire.lease));
+    let queued = node.state.read(|state| queued_at(state, &name, lease));
     let leads = || matches!(node.quorum.report().standing, Standing::Leader);
     if let Some(queued_at) = queued.filter(|_| leads()) {
         let (token, waited_ms) = wait.until_granted(queued_at).await?;
@@ -181,5 +266,54 @@ mod tests {
         assert_eq!(queued_at(&state, &name, other), None);
         let elsewhere = LockName::parse("elsewhere").unwrap();
         assert_eq!(queued_at(&state, &elsewhere, waiter), None);
+    }
+
+    #[test]
+    fn a_wait_for_permits_stands_where_the_pool_keeps_it() {
+        let mut state = State::default();
+        let name = LockName::parse("rw").unwrap();
+        let (reader, writer, other) = (
+            grant(&mut state, 60_000),
+            grant(&mut state, 60_000),
+            grant(&mut state, 60_000),
+        );
+        for (lease, ask, wait_ms) in [
+            (reader, PermitAsk::Shared, 0),
+            (writer, PermitAsk::Exclusive, 5_000),
+        ] {
+            let ask = AcquirePermits {
+                lease,
+                name: name.clone(),
+                ask,
+                wait_ms,
+                request_id: None,
+            };
+            let command = leasehold_core::Command::AcquirePermits(ask);
+            assert!(state.apply(command, 0).outcome.is_ok());
+        }
+        assert!(matches!(standing_in(&state, &name, reader), WaitStanding::Holds(_)));
+        assert_eq!(queued_at(&state, &name, writer), Some(state.revision()));
+        assert!(matches!(standing_in(&state, &name, other), WaitStanding::Gone));
+    }
+
+    #[test]
+    fn an_acquire_of_permits_refuses_the_lock_only_settings_by_name() {
+        let ask = leasehold_proto::v1::PermitAsk::from(PermitAsk::Shared);
+        let request = |lock_delay_ms, max_hold_ms| AcquireRequest {
+            lease: 1,
+            name: "rw".into(),
+            permits: Some(ask),
+            lock_delay_ms,
+            max_hold_ms,
+            ..AcquireRequest::default()
+        };
+        assert!(parse_acquire(request(0, 0)).is_ok());
+        for (bad, field) in [(request(5, 0), "lock_delay_ms"), (request(0, 5), "max_hold_ms")] {
+            let Err(refused) = parse_acquire(bad) else {
+                panic!("{field} is refused");
+            };
+            let text = refused.to_string();
+            assert!(text.contains(field) && text.contains("a read-write lock"), "{text}");
+        }
     }
 }

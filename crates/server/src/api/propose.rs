@@ -11,8 +11,8 @@
 use super::{ApiError, Node};
 use leasehold_core::auth::{AuthChange, Principal};
 use leasehold_core::{
-    Acquire, Command, FencedKey, ForceRelease, LeaseId, LockError, LockName, OwnerInfo, Reply,
-    RequestId, Revision, Token,
+    Acquire, AcquirePermits, Command, FencedKey, ForceRelease, LeaseId, LockError, LockName,
+    OwnerInfo, Reply, RequestId, Revision, Token,
 };
 
 /// A command and the reply it has.
@@ -150,18 +150,32 @@ impl Proposal<Acquisition> {
     pub fn acquire(acquire: Acquire) -> Self {
         Proposal {
             command: Command::Acquire(acquire),
-            reply: |reply| match reply {
-                Reply::Acquired {
-                    token,
-                    already_held,
-                } => Ok(Acquisition::Held {
-                    token,
-                    already_held,
-                }),
-                Reply::Queued { .. } => Ok(Acquisition::Queued),
-                other => Err(other),
-            },
+            reply: acquisition,
         }
+    }
+
+    /// Acquire permits of a semaphore or a read-write lock, or queue for
+    /// them (`acquire` already validated); answered as a lock's acquire.
+    pub fn acquire_permits(acquire: AcquirePermits) -> Self {
+        Proposal {
+            command: Command::AcquirePermits(acquire),
+            reply: acquisition,
+        }
+    }
+}
+
+/// The reply of an acquire, of a lock or of permits.
+fn acquisition(reply: Reply) -> Result<Acquisition, Reply> {
+    match reply {
+        Reply::Acquired {
+            token,
+            already_held,
+        } => Ok(Acquisition::Held {
+            token,
+            already_held,
+        }),
+        Reply::Queued { .. } => Ok(Acquisition::Queued),
+        other => Err(other),
     }
 }
 
