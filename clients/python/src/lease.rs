@@ -68,8 +68,12 @@ impl Lease {
         self.lost.clone()
     }
 
-    /// Acquires `name` under this lease. Delivers a `Guard`.
-    #[pyo3(signature = (name, wait=0.0, fenced=false, lock_delay=None, max_hold=None, metadata=BTreeMap::new()))]
+    /// Acquires `name` under this lease (as a lock, or with `limit`,
+    /// `shared` or `exclusive` as a semaphore or a read-write lock; the
+    /// caller checks that at most one of those is given). Delivers a
+    /// `Guard`.
+    #[pyo3(signature = (name, wait=0.0, fenced=false, lock_delay=None, max_hold=None, metadata=BTreeMap::new(), limit=None, shared=false, exclusive=false))]
+    #[allow(clippy::too_many_arguments, reason = "Python keyword arguments")]
     fn acquire(
         &self,
         name: String,
@@ -78,12 +82,24 @@ impl Lease {
         lock_delay: Option<f64>,
         max_hold: Option<f64>,
         metadata: BTreeMap<String, String>,
+        limit: Option<u32>,
+        shared: bool,
+        exclusive: bool,
     ) -> PyResult<Call> {
         let mut request = self
             .live()?
             .lock(name)
             .wait(seconds("wait")(wait)?)
             .fenced(fenced);
+        if let Some(permits) = limit {
+            request = request.semaphore(permits, 1);
+        }
+        if shared {
+            request = request.shared();
+        }
+        if exclusive {
+            request = request.exclusive();
+        }
         if let Some(delay) = optional_seconds("lock_delay", lock_delay)? {
             request = request.lock_delay(delay);
         }

@@ -50,6 +50,9 @@ class Lease:
         lock_delay: Optional[float] = None,
         max_hold: Optional[float] = None,
         metadata: Dict[str, str] = ...,
+        limit: Optional[int] = None,
+        shared: bool = False,
+        exclusive: bool = False,
     ) -> Call: ...
     def revoke(self) -> Call: ...
     def keep_alive_once(self) -> Call: ...

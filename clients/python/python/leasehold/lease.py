@@ -60,6 +60,9 @@ class Lease:
         max_hold: Optional[float] = None,
         metadata: Optional[Mapping[str, str]] = None,
         cancel_on_loss: bool = True,
+        limit: Optional[int] = None,
+        shared: bool = False,
+        exclusive: bool = False,
     ) -> LockRequest:
         """Starts acquiring ``name`` under this lease.
 
@@ -68,13 +71,30 @@ class Lease:
         protected resource checks tokens. ``lock_delay``: if this lease
         expires, keep the lock unavailable this long. ``max_hold``: release
         after this long however it is renewed. ``cancel_on_loss``: in
-        ``async with``, cancel the task at the loss (default)."""
+        ``async with``, cancel the task at the loss (default).
+
+        At most one of these makes ``name`` something other than a lock:
+        ``limit=N``, one of N permits of a semaphore (at most N holders at
+        once); ``shared=True``, a read-write lock as a reader, beside other
+        readers; ``exclusive=True``, a read-write lock as its writer, alone.
+        Grants are first come, first served, each with its own token, and
+        the guard is a lock's (``fence()``, ``lost``, ``release()``)."""
+        given = {"limit": limit is not None, "shared": shared, "exclusive": exclusive}
+        chosen = [flag for flag, set_ in given.items() if set_]
+        if len(chosen) > 1:
+            raise ValueError(
+                f"{' and '.join(chosen)} cannot be combined: a name is one of a lock,"
+                " a semaphore (limit) or a read-write lock (shared or exclusive)"
+            )
         options: Dict[str, Any] = {
             "wait": wait,
             "fenced": fenced,
             "lock_delay": lock_delay,
             "max_hold": max_hold,
             "metadata": dict(metadata or {}),
+            "limit": limit,
+            "shared": shared,
+            "exclusive": exclusive,
         }
         return LockRequest(self, name, options, cancel_on_loss)
 

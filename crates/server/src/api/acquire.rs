@@ -291,9 +291,15 @@ mod tests {
             let command = leasehold_core::Command::AcquirePermits(ask);
             assert!(state.apply(command, 0).outcome.is_ok());
         }
-        assert!(matches!(standing_in(&state, &name, reader), WaitStanding::Holds(_)));
+        assert!(matches!(
+            standing_in(&state, &name, reader),
+            WaitStanding::Holds(_)
+        ));
         assert_eq!(queued_at(&state, &name, writer), Some(state.revision()));
-        assert!(matches!(standing_in(&state, &name, other), WaitStanding::Gone));
+        assert!(matches!(
+            standing_in(&state, &name, other),
+            WaitStanding::Gone
+        ));
     }
 
     #[test]
@@ -308,12 +314,18 @@ mod tests {
             ..AcquireRequest::default()
         };
         assert!(parse_acquire(request(0, 0)).is_ok());
-        for (bad, field) in [(request(5, 0), "lock_delay_ms"), (request(0, 5), "max_hold_ms")] {
+        for (bad, field) in [
+            (request(5, 0), "lock_delay_ms"),
+            (request(0, 5), "max_hold_ms"),
+        ] {
             let Err(refused) = parse_acquire(bad) else {
                 panic!("{field} is refused");
             };
             let text = refused.to_string();
-            assert!(text.contains(field) && text.contains("a read-write lock"), "{text}");
+            assert!(
+                text.contains(field) && text.contains("a read-write lock"),
+                "{text}"
+            );
         }
     }
 }
