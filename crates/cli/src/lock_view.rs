@@ -3,14 +3,18 @@
 //! still runs here), when it was acquired and for how long it has been
 //! held, its lease (time left, renewals, last renewal), lock delay and max
 //! hold, the usual hold time under its prefix, and the queue. Defined once
-//! so `get`, `ls`, `force-release` and `diagnose` show the same facts.
+//! so `get`, `ls`, `force-release` and `diagnose` show the same facts. A
+//! semaphore or read-write lock shows the same facts for each of its
+//! grants, with the permits each holds and each waiter asks for.
 //!
 //! Times relative to "now" use the server's wall time from the reply header
 //! (`now_unix_ms`), so they do not depend on this host's clock.
 
 use leasehold_client::owner_process;
 use leasehold_client::show::{self, approx, human, local_time, ms_between};
-use leasehold_client::wire::{owner_json, Holder, LockInfo, OwnerInfo, ResponseHeader, Waiter};
+use leasehold_client::wire::{
+    owner_json, Holder, LockInfo, LockKind, OwnerInfo, ResponseHeader, Waiter,
+};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -34,9 +38,13 @@ pub fn lock_json(lock: &LockInfo) -> Value {
     let owner = h.and_then(|h| h.owner.as_ref());
     let metadata: Option<BTreeMap<&String, &String>> = h.map(|h| h.metadata.iter().collect());
     let head_owner = lock.waiters.first().and_then(|w| w.owner.as_ref());
+    let grants: Vec<Value> = lock.holders.iter().map(grant_json).collect();
     json!({
         "lock": lock.name,
-        "held": h.is_some(),
+        "kind": kind_name(lock),
+        "permits": lock.permits,
+        "holders": grants,
+        "held": h.is_some() || !lock.holders.is_empty(),
         "token": h.map(|h| h.token),
         "lease": h.map(|h| h.lease),
         "owner": owner.map(|o| o.owner.clone()),
@@ -54,11 +62,52 @@ pub fn lock_json(lock: &LockInfo) -> Value {
         "metadata": metadata,
         "waiters": lock.waiters.len(),
         "waiter_leases": lock.waiters.iter().map(|w| w.lease).collect::<Vec<_>>(),
+        "waiter_permits": lock.waiters.iter().map(|w| w.permits).collect::<Vec<_>>(),
         "next_waiter_owner": head_owner.map(|o| o.owner.clone()),
         "lock_delay_remaining_ms": lock.lock_delay_remaining_ms,
         "prefix_hold_p99_ms": (lock.prefix_holds > 0).then_some(lock.prefix_hold_p99_ms),
         "prefix_holds": lock.prefix_holds,
     })
+}
+
+/// `lock`, `semaphore` or `read-write`.
+fn kind_name(lock: &LockInfo) -> &'static str {
+    match lock.kind() {
+        LockKind::Lock => "lock",
+        LockKind::Semaphore => "semaphore",
+        LockKind::ReadWrite => "read-write",
+    }
+}
+
+/// One grant of a semaphore or read-write lock as JSON.
+fn grant_json(h: &Holder) -> Value {
+    let owner = h.owner.as_ref();
+    json!({
+        "lease": h.lease,
+        "token": h.token,
+        "permits": h.permits,
+        "owner": owner.map(|o| o.owner.clone()),
+        "owner_process": owner.map(|o| owner_process(o).as_str()),
+        "acquired_unix_ms": h.acquired_unix_ms,
+        "held_ms": h.held_ms,
+        "lease_remaining_ms": h.lease_remaining_ms,
+        "renewals": h.renewals,
+    })
+}
+
+/// How much of a semaphore or read-write lock is held, for a heading:
+/// `2 of 3 permits held`, `2 readers`, `its writer`, `nobody`.
+fn pool_summary(lock: &LockInfo) -> String {
+    let held: u32 = lock.holders.iter().map(|h| h.permits).sum();
+    match lock.kind() {
+        LockKind::Semaphore => format!("{held} of {} permits held", lock.permits),
+        _ if lock.holders.is_empty() => "held by nobody".into(),
+        _ if held == lock.permits => "held by its writer".into(),
+        _ => format!(
+            "held by {}",
+            show::count(lock.holders.len() as u64, "reader", "readers")
+        ),
+    }
 }
 
 /// The header row and one row per lock of the `ls` table.
@@ -76,12 +125,31 @@ pub fn lock_rows(locks: &[LockInfo], now_unix_ms: i64) -> Vec<Vec<String>> {
     ];
     let mut rows = vec![header.map(String::from).to_vec()];
     for lock in locks {
-        let h = lock.holder.as_ref();
+        // A semaphore's or read-write lock's row shows every grant's token
+        // and lease, and its oldest grant's owner and times.
+        let h = lock.holder.as_ref().or(lock.holders.first());
         let dash = || "-".to_owned();
+        let all = |field: fn(&Holder) -> u64| {
+            let values: Vec<String> = lock.holders.iter().map(|h| field(h).to_string()).collect();
+            (!values.is_empty()).then(|| values.join(","))
+        };
+        let name = match lock.kind() {
+            LockKind::Lock => lock.name.clone(),
+            _ => format!(
+                "{} ({}, {})",
+                lock.name,
+                kind_name(lock),
+                pool_summary(lock)
+            ),
+        };
         rows.push(vec![
-            lock.name.clone(),
-            h.map(|h| h.token.to_string()).unwrap_or_else(dash),
-            h.map(|h| h.lease.to_string()).unwrap_or_else(dash),
+            name,
+            all(|h| h.token)
+                .or_else(|| h.map(|h| h.token.to_string()))
+                .unwrap_or_else(dash),
+            all(|h| h.lease)
+                .or_else(|| h.map(|h| h.lease.to_string()))
+                .unwrap_or_else(dash),
             h.and_then(|h| h.owner.as_ref())
                 .map(show::owner)
                 .unwrap_or_else(dash),
@@ -120,6 +188,9 @@ fn ago(at_unix_ms: i64, now_unix_ms: i64) -> String {
 
 /// A lock described over several lines, each indented by `indent`.
 pub fn lock_human(lock: &LockInfo, now_unix_ms: i64, indent: &str) -> String {
+    if lock.kind() != LockKind::Lock {
+        return pool_human(lock, now_unix_ms, indent);
+    }
     let mut lines = match &lock.holder {
         Some(h) => holder_lines(h, now_unix_ms),
         None if lock.lock_delay_remaining_ms > 0 => vec![format!(
@@ -138,6 +209,26 @@ pub fn lock_human(lock: &LockInfo, now_unix_ms: i64, indent: &str) -> String {
     let mut out = format!("{indent}lock {}\n", lock.name);
     for line in lines {
         out.push_str(&format!("{indent}  {line}\n"));
+    }
+    out.push_str(&waiters_human(&lock.waiters, now_unix_ms, indent));
+    out
+}
+
+/// A semaphore or read-write lock over several lines: what is held, then
+/// each grant (lease, token, permits, owner, times), then the queue.
+fn pool_human(lock: &LockInfo, now_unix_ms: i64, indent: &str) -> String {
+    let kind = match lock.kind() {
+        LockKind::Semaphore => "semaphore",
+        _ => "read-write lock",
+    };
+    let mut out = format!("{indent}{kind} {}: {}\n", lock.name, pool_summary(lock));
+    for h in &lock.holders {
+        let permits = show::count(h.permits.into(), "permit", "permits");
+        let mut lines = holder_lines(h, now_unix_ms);
+        lines[0] = format!("grant: lease {} token {} ({permits})", h.lease, h.token);
+        for line in lines {
+            out.push_str(&format!("{indent}  {line}\n"));
+        }
     }
     out.push_str(&waiters_human(&lock.waiters, now_unix_ms, indent));
     out
@@ -215,8 +306,12 @@ fn waiters_human(waiters: &[Waiter], now_unix_ms: i64, indent: &str) -> String {
             .as_ref()
             .map(show::owner)
             .unwrap_or_else(|| "-".into());
+        let asks = match w.permits {
+            0 => String::new(),
+            n => format!(", asks for {}", show::count(n.into(), "permit", "permits")),
+        };
         out.push_str(&format!(
-            "{indent}    {}. lease {} owner {owner}, waiting {}\n",
+            "{indent}    {}. lease {} owner {owner}, waiting {}{asks}\n",
             i + 1,
             w.lease,
             approx(ms_between(w.since_unix_ms, now_unix_ms)),
@@ -240,6 +335,62 @@ mod tests {
         assert!(v["prefix_hold_p99_ms"].is_null());
         assert_eq!(v["waiters"], 0);
         assert_eq!(v["fenced"], false);
+    }
+
+    #[test]
+    fn a_semaphore_shows_each_grant_and_what_each_waiter_asks_for() {
+        let grant = |lease, token| Holder {
+            lease,
+            token,
+            permits: 1,
+            held_ms: 3_000,
+            ..Default::default()
+        };
+        let semaphore = LockInfo {
+            name: "db/slots".into(),
+            kind: LockKind::Semaphore.into(),
+            permits: 3,
+            holders: vec![grant(1, 2), grant(3, 4)],
+            waiters: vec![Waiter {
+                lease: 5,
+                permits: 2,
+                since_unix_ms: 1_000,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let json = lock_json(&semaphore);
+        assert_eq!(
+            (json["kind"].as_str(), json["permits"].as_u64()),
+            (Some("semaphore"), Some(3))
+        );
+        assert_eq!(json["held"], true);
+        assert!(
+            json["token"].is_null(),
+            "no one holder's token stands for all"
+        );
+        let tokens: Vec<u64> = json["holders"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["token"].as_u64().unwrap())
+            .collect();
+        assert_eq!(tokens, [2, 4]);
+        assert_eq!(json["waiter_permits"], serde_json::json!([2]));
+        let text = lock_human(&semaphore, 3_000, "");
+        for shown in [
+            "semaphore db/slots: 2 of 3 permits held",
+            "grant: lease 1 token 2 (1 permit)",
+            "grant: lease 3 token 4 (1 permit)",
+            "1. lease 5 owner -, waiting 2.0s, asks for 2 permits",
+        ] {
+            assert!(text.contains(shown), "{shown:?} missing from\n{text}");
+        }
+        let rows = lock_rows(&[semaphore], 3_000);
+        assert_eq!(
+            rows[1][..3],
+            ["db/slots (semaphore, 2 of 3 permits held)", "2,4", "1,3"]
+        );
     }
 
     #[test]

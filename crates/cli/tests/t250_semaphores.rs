@@ -46,6 +46,19 @@ fn t250_a_semaphore_runs_at_most_n_and_a_killed_holder_frees_its_permit_after_it
     let mut first = server.spawn(&args(&head, &tail_one));
     let mut second = server.spawn(&args(&head, &tail_two));
     let tokens = [token_in(&one), token_in(&two)];
+    let shown = server.ok_json(&["get", "sem/slots", "--json"]);
+    assert_eq!(shown["kind"], "semaphore", "{shown}");
+    assert_eq!(shown["permits"], 2);
+    let mut held: Vec<u64> = shown["holders"]
+        .as_array()
+        .expect("holders")
+        .iter()
+        .map(|h| h["token"].as_u64().expect("token"))
+        .collect();
+    held.sort();
+    assert_eq!(held, tokens, "each grant with its own token");
+    let listed = server.ok_json(&["ls", "sem/", "--json"]);
+    assert_eq!(listed[0]["lock"], "sem/slots", "{listed}");
 
     // Both permits are held: a third holder without a wait is refused.
     let third = server.cli(&[
@@ -149,6 +162,13 @@ fn t250_readers_share_a_read_write_lock_and_the_writer_waits_for_all_of_them() {
     assert!(
         read_ready(&w).is_none(),
         "the writer ran beside the readers"
+    );
+    let shown = server.ok_json(&["get", "cfg/rw", "--json"]);
+    assert_eq!(shown["kind"], "read-write", "{shown}");
+    assert_eq!(shown["holders"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        shown["waiter_permits"][0], shown["permits"],
+        "the writer asks for all"
     );
 
     std::fs::write(&go, "").unwrap();

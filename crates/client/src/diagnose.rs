@@ -151,6 +151,21 @@ pub fn classify(
             }
             evidence.extend(facts);
         }
+    } else if !lock.holders.is_empty() {
+        // A semaphore or read-write lock: what is held, not yet judged.
+        for grant in &lock.holders {
+            evidence.push(format!(
+                "held by lease {} token {} ({} permit(s)) owner {}, for {}",
+                grant.lease,
+                grant.token,
+                grant.permits,
+                grant.owner.as_ref().map_or("-".into(), show::owner),
+                show::approx(grant.held_ms),
+            ));
+        }
+        evidence.push(
+            "the grants of semaphores and read-write locks are listed, not yet judged (orphaned, owner gone, past its work): `leasehold get` shows each one's lease and renewals".into(),
+        );
     } else if lock.lock_delay_remaining_ms > 0 {
         evidence.push(format!(
             "free, in its lock delay for {} more",

@@ -11,6 +11,6 @@ pub use leasehold_proto::v1::{
     AuditRecord, AuthChangeResponse, AuthStatusResponse, CreateTokenResponse, EndedHold, Event,
     FailedRelease, ForceReleaseRecord, GetLockResponse, HeldLock, Holder, IncidentsResponse,
     LeaseInfo, ListLocksResponse, ListRolesResponse, ListTokensResponse, ListUsersResponse,
-    LockInfo, Member, MembershipResponse, OwnerInfo, ResponseHeader, RoleInfo, RoleRule,
+    LockInfo, LockKind, Member, MembershipResponse, OwnerInfo, ResponseHeader, RoleInfo, RoleRule,
     StatusResponse, TokenInfo, UserInfo, Waiter,
 };

@@ -125,6 +125,10 @@ const GAUGES: &[(&str, &str)] = &[
     ("leasehold_leases", "Live leases."),
     ("leasehold_locks", "Locks held or waited for."),
     (
+        "leasehold_pools",
+        "Semaphores and read-write locks held or waited for.",
+    ),
+    (
         "leasehold_waiting_acquires",
         "Acquires blocked in a queue on this node.",
     ),

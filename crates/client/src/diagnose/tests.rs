@@ -191,3 +191,34 @@ fn clock_skew_beyond_the_round_trip_and_threshold_is_reported() {
         "{d:?}"
     );
 }
+
+#[test]
+fn a_semaphore_lists_its_grants_and_is_not_called_free() {
+    let mut semaphore = held("db/slots", 5, 3, 6_000);
+    let grant = semaphore.holder.take().expect("held");
+    semaphore.holders = vec![
+        Holder {
+            permits: 2,
+            ..grant.clone()
+        },
+        Holder {
+            lease: 8,
+            token: 6,
+            permits: 1,
+            ..grant
+        },
+    ];
+    let d = run(&semaphore, &semaphore, 3_000, &[]);
+    assert!(!d.evidence.iter().any(|e| e == "free"), "{:?}", d.evidence);
+    for shown in [
+        "lease 7 token 5 (2 permit(s))",
+        "lease 8 token 6 (1 permit(s))",
+        "not yet judged",
+    ] {
+        assert!(
+            d.evidence.iter().any(|e| e.contains(shown)),
+            "{shown:?} missing from {:?}",
+            d.evidence
+        );
+    }
+}

@@ -29,6 +29,26 @@ impl State {
             .map(|(name, pool)| PoolView { name, pool })
     }
 
+    /// Number of semaphores and read-write locks held or waited for.
+    pub fn pool_count(&self) -> usize {
+        self.pools.len()
+    }
+
+    /// Pools whose name starts with `prefix` (byte-wise), in name order.
+    pub fn pools_with_prefix<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = PoolView<'a>> + 'a {
+        let from = (
+            std::ops::Bound::Included(prefix),
+            std::ops::Bound::Unbounded,
+        );
+        self.pools
+            .range::<_, str>(from)
+            .take_while(move |(name, _)| name.as_str().starts_with(prefix))
+            .map(|(name, pool)| PoolView { name, pool })
+    }
+
     /// The pools as a snapshot stores them, after the rest of the state:
     /// a sequence of (name, pool).
     pub fn stored_pools(&self) -> impl Serialize + '_ {

@@ -1,7 +1,9 @@
 //! Conversions between wire messages and core types, in one place.
 
 use super::Node;
-use leasehold_core::{LeaseId, LeaseOwner, LeaseView, LockView, OwnerInfo, State};
+use leasehold_core::{
+    LeaseId, LeaseOwner, LeaseView, LockView, OwnerInfo, PoolKind, PoolView, State, Token,
+};
 use leasehold_proto::v1 as pb;
 
 /// Wire owner → core owner (validated later by the command).
@@ -111,47 +113,29 @@ pub fn holdings_to_wire(node: &Node, lease: LeaseId) -> pb::LeaseHoldings {
 
 /// A lock as the wire shows it, with its holder's and waiters' owners.
 pub fn lock_to_wire(node: &Node, state: &State, lock: LockView<'_>) -> pb::LockInfo {
-    let owner_of = |lease| state.lease(lease).map(|l| owner_to_wire(&l.owner));
-    let holder = lock.holder.as_ref().map(|holder| pb::Holder {
-        lease: holder.lease.0,
-        token: holder.token.0,
-        owner: owner_of(holder.lease),
-        lease_ttl_ms: state.lease(holder.lease).map_or(0, |l| l.ttl_ms()),
-        lease_remaining_ms: remaining_ms(node, holder.lease),
-        acquired_unix_ms: holder.acquired_unix_ms as i64,
-        fenced: holder.fenced,
-        max_hold_ms: holder.max_hold_ms.into(),
-        lease_renewed_unix_ms: state
-            .lease(holder.lease)
-            .map_or(0, |l| l.renewed_unix_ms as i64),
-        renewals: state.lease(holder.lease).map_or(0, |l| l.renewals()),
-        held_ms: node
-            .sinks
-            .holders
-            .held_for(holder.token, holder.acquired_unix_ms)
-            .map_or(0, |held| held.as_millis() as u64),
-        lock_delay_ms: holder.lock_delay_ms.into(),
-        metadata: holder
-            .metadata
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
+    let holder = lock.holder.as_ref().map(|holder| {
+        let mut wire = holder_to_wire(node, state, holder.lease, holder.token);
+        wire.acquired_unix_ms = holder.acquired_unix_ms as i64;
+        wire.fenced = holder.fenced;
+        wire.max_hold_ms = holder.max_hold_ms.into();
+        wire.lock_delay_ms = holder.lock_delay_ms.into();
+        wire.held_ms = held_ms(node, holder.token, holder.acquired_unix_ms);
+        let metadata = holder.metadata.iter();
+        wire.metadata = metadata.map(|(k, v)| (k.clone(), v.clone())).collect();
+        wire
     });
-    let waiters = lock
-        .waiters
-        .iter()
-        .map(|waiter| pb::Waiter {
-            lease: waiter.lease.0,
-            owner: owner_of(waiter.lease),
-            since_unix_ms: waiter.since_unix_ms as i64,
-            wait_ms: waiter.wait_ms,
-        })
-        .collect();
+    let waiters = lock.waiters.iter().map(|waiter| pb::Waiter {
+        lease: waiter.lease.0,
+        owner: owner_of(state, waiter.lease),
+        since_unix_ms: waiter.since_unix_ms as i64,
+        wait_ms: waiter.wait_ms,
+        permits: 0,
+    });
     let usual = node.sinks.holds.summary(lock.name.as_str());
     pb::LockInfo {
         name: lock.name.to_string(),
         holder,
-        waiters,
+        waiters: waiters.collect(),
         prefix_hold_p99_ms: usual.map_or(0, |usual| usual.p99.as_millis() as u64),
         prefix_holds: usual.map_or(0, |usual| usual.holds as u32),
         lock_delay_remaining_ms: lock.delay.as_ref().map_or(0, |delay| {
@@ -160,5 +144,69 @@ pub fn lock_to_wire(node: &Node, state: &State, lock: LockView<'_>) -> pb::LockI
                 .delay_remaining(lock.name, delay.token)
                 .map_or(delay.delay_ms, |left| left.as_millis() as u64)
         }),
+        kind: pb::LockKind::Lock.into(),
+        permits: 0,
+        holders: Vec::new(),
     }
+}
+
+/// A semaphore or read-write lock as the wire shows it: every grant (with
+/// its permits and its lease's owner and times) and the queue.
+pub fn pool_to_wire(node: &Node, state: &State, pool: PoolView<'_>) -> pb::LockInfo {
+    let permits = &pool.pool.permits;
+    let holders = permits.holds().iter().map(|hold| {
+        let mut wire = holder_to_wire(node, state, hold.lease, hold.token);
+        wire.acquired_unix_ms = hold.acquired_unix_ms as i64;
+        wire.held_ms = held_ms(node, hold.token, hold.acquired_unix_ms);
+        wire.permits = hold.count;
+        wire
+    });
+    let waiters = permits.waiters().map(|waiter| pb::Waiter {
+        lease: waiter.lease.0,
+        owner: owner_of(state, waiter.lease),
+        since_unix_ms: waiter.since_unix_ms as i64,
+        wait_ms: waiter.wait_ms,
+        permits: waiter.count,
+    });
+    let usual = node.sinks.holds.summary(pool.name.as_str());
+    let kind = match pool.pool.kind {
+        PoolKind::Semaphore => pb::LockKind::Semaphore,
+        PoolKind::ReadWrite => pb::LockKind::ReadWrite,
+    };
+    pb::LockInfo {
+        name: pool.name.to_string(),
+        holder: None,
+        waiters: waiters.collect(),
+        lock_delay_remaining_ms: 0,
+        prefix_hold_p99_ms: usual.map_or(0, |usual| usual.p99.as_millis() as u64),
+        prefix_holds: usual.map_or(0, |usual| usual.holds as u32),
+        kind: kind.into(),
+        permits: permits.permits(),
+        holders: holders.collect(),
+    }
+}
+
+/// What every holder shows of its lease: owner, ttl, time left, renewals.
+fn holder_to_wire(node: &Node, state: &State, lease: LeaseId, token: Token) -> pb::Holder {
+    let row = state.lease(lease);
+    pb::Holder {
+        lease: lease.0,
+        token: token.0,
+        owner: owner_of(state, lease),
+        lease_ttl_ms: row.as_ref().map_or(0, |l| l.ttl_ms()),
+        lease_remaining_ms: remaining_ms(node, lease),
+        lease_renewed_unix_ms: row.as_ref().map_or(0, |l| l.renewed_unix_ms as i64),
+        renewals: row.as_ref().map_or(0, |l| l.renewals()),
+        ..pb::Holder::default()
+    }
+}
+
+fn owner_of(state: &State, lease: LeaseId) -> Option<pb::OwnerInfo> {
+    state.lease(lease).map(|l| owner_to_wire(&l.owner))
+}
+
+/// How long the holder of `token` has held, on this node's clock.
+fn held_ms(node: &Node, token: Token, acquired_unix_ms: u64) -> u64 {
+    let held = node.sinks.holders.held_for(token, acquired_unix_ms);
+    held.map_or(0, |held| held.as_millis() as u64)
 }

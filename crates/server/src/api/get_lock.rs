@@ -1,8 +1,8 @@
-//! `Lock.Get`: one lock, after a read barrier unless the request asks for a
-//! stale read; a name that does not exist is answered with the names that
-//! look like it.
+//! `Lock.Get`: one lock, semaphore or read-write lock, after a read
+//! barrier unless the request asks for a stale read; a name that does not
+//! exist is answered with the names that look like it.
 
-use super::convert::lock_to_wire;
+use super::convert::{lock_to_wire, pool_to_wire};
 use super::{ApiError, Node};
 use crate::auth::Caller;
 use leasehold_core::auth::Verb;
@@ -25,7 +25,12 @@ pub async fn get_lock(
         let lock = state
             .lock(&name)
             .map(|lock| lock_to_wire(node, state, lock));
-        (lock, state.revision())
+        let pool = || {
+            state
+                .pool(&name)
+                .map(|pool| pool_to_wire(node, state, pool))
+        };
+        (lock.or_else(pool), state.revision())
     });
     match found {
         (Some(lock), revision) => Ok(GetLockResponse {

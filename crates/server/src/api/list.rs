@@ -1,11 +1,12 @@
-//! `Lock.List`: the locks under a prefix, at most [`limits::LIST_LOCKS_MAX`],
-//! after a read barrier unless the request asks for a stale read.
+//! `Lock.List`: the locks, semaphores and read-write locks under a prefix,
+//! in name order, at most [`limits::LIST_LOCKS_MAX`], after a read barrier
+//! unless the request asks for a stale read.
 
-use super::convert::lock_to_wire;
+use super::convert::{lock_to_wire, pool_to_wire};
 use super::{check_request_size, ApiError, Node};
 use crate::auth::Caller;
 use leasehold_core::auth::Verb;
-use leasehold_core::limits;
+use leasehold_core::{limits, LockName, LockView, PoolView};
 use leasehold_proto::v1::{ListLocksRequest, ListLocksResponse};
 
 /// Lists locks.
@@ -26,17 +27,41 @@ pub async fn list(
         node.read_barrier().await?;
     }
     let (locks, truncated, revision) = node.state.read(|state| {
-        let mut matching = state.locks_with_prefix(&request.prefix);
-        let locks: Vec<_> = matching
-            .by_ref()
-            .take(limit)
-            .map(|lock| lock_to_wire(node, state, lock))
+        // Locks and pools never share a name; each comes in name order.
+        let prefix = request.prefix.as_str();
+        let locks = state.locks_with_prefix(prefix).take(limit + 1);
+        let pools = state.pools_with_prefix(prefix).take(limit + 1);
+        let mut listed: Vec<Listed> = locks
+            .map(Listed::Lock)
+            .chain(pools.map(Listed::Pool))
             .collect();
-        (locks, matching.next().is_some(), state.revision())
+        listed.sort_by(|a, b| a.name().cmp(b.name()));
+        let truncated = listed.len() > limit;
+        listed.truncate(limit);
+        let wire = listed.into_iter().map(|listed| match listed {
+            Listed::Lock(lock) => lock_to_wire(node, state, lock),
+            Listed::Pool(pool) => pool_to_wire(node, state, pool),
+        });
+        (wire.collect(), truncated, state.revision())
     });
     Ok(ListLocksResponse {
         header: node.header(revision),
         locks,
         truncated,
     })
+}
+
+/// A name under the prefix: a lock, or a semaphore or read-write lock.
+enum Listed<'a> {
+    Lock(LockView<'a>),
+    Pool(PoolView<'a>),
+}
+
+impl Listed<'_> {
+    fn name(&self) -> &LockName {
+        match self {
+            Listed::Lock(lock) => lock.name,
+            Listed::Pool(pool) => pool.name,
+        }
+    }
 }
