@@ -107,6 +107,16 @@ impl State {
         // The server validates before proposing; checking again keeps a
         // malformed log entry from ever reaching the tables.
         command::check_force(&f.reason, &f.caller)?;
+        if let Some(pool) = self.pools.get(&f.name) {
+            let holder = pool
+                .permits
+                .holds()
+                .iter()
+                .find(|h| h.token == f.expected_token);
+            let lease = holder.map_or("ID".to_owned(), |h| h.lease.to_string());
+            let reason = format!("{} is {}, and force-release frees locks only for now: revoke the holder's lease instead (`leasehold lease revoke {lease}`), which frees the grant and tells its holder", f.name, pool.kind);
+            return Err(LockError::invalid("name", reason));
+        }
         let Some(lock) = self.locks.get(&f.name) else {
             return Err(LockError::NoSuchLock {
                 nearby: nearby::nearby_names(&self.locks, f.name.as_str()),

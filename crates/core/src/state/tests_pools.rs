@@ -386,3 +386,27 @@ fn what_a_lease_holds_lists_its_pool_grants_after_its_locks() {
     let released: Vec<&str> = released.iter().map(|name| name.as_str()).collect();
     assert_eq!(released, ["m/lock", "a/rw", "y/sem", "z/sem"]);
 }
+
+#[test]
+fn a_force_release_of_a_grant_is_refused_with_what_to_do_instead() {
+    let mut state = State::default();
+    let a = grant(&mut state);
+    let token = token_of(&ask(&mut state, a, "s", semaphore(2, 1), 0));
+    let force = Command::ForceRelease {
+        name: name("s"),
+        expected_token: token,
+        reason: "INC-1".into(),
+        caller: "op@host".into(),
+        allow_unfenced: true,
+        revoke_lease: false,
+    };
+    let refused = state.apply(force, 9);
+    let Err(LockError::InvalidArgument { reason, .. }) = refused.outcome else {
+        panic!("{refused:?}");
+    };
+    assert!(
+        reason.contains(&format!("leasehold lease revoke {a}")),
+        "{reason}"
+    );
+    assert!(state.pool(&name("s")).is_some(), "nothing was freed");
+}
