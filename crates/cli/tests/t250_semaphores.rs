@@ -56,7 +56,9 @@ fn t250_a_semaphore_runs_at_most_n_and_a_killed_holder_frees_its_permit_after_it
         .map(|h| h["token"].as_u64().expect("token"))
         .collect();
     held.sort();
-    assert_eq!(held, tokens, "each grant with its own token");
+    let mut expected = tokens;
+    expected.sort();
+    assert_eq!(held, expected, "each grant with its own token");
     let listed = server.ok_json(&["ls", "sem/", "--json"]);
     assert_eq!(listed[0]["lock"], "sem/slots", "{listed}");
 
@@ -88,7 +90,7 @@ fn t250_a_semaphore_runs_at_most_n_and_a_killed_holder_frees_its_permit_after_it
         "--limit",
         "2",
         "--ttl",
-        "30s",
+        "6s",
         "--wait",
         "20s",
         "--json",
@@ -108,6 +110,25 @@ fn t250_a_semaphore_runs_at_most_n_and_a_killed_holder_frees_its_permit_after_it
     assert!(
         tokens.iter().all(|t| token > *t),
         "{token} not above {tokens:?}"
+    );
+    // `acquire` exits holding its grant and nothing renews its lease: diagnose
+    // judges each grant, finds that one orphaned beside the renewing second
+    // holder, and says how to free it (its lease, not a force release).
+    let lease = granted.json()["lease"].as_u64().expect("lease");
+    let diagnosed = server.cli(&["diagnose", "sem/", "--interval", "2s", "--json"]);
+    diagnosed.expect_code(8);
+    let found = diagnosed.json();
+    let pool = &found[0];
+    assert_eq!(pool["verdict"], "orphaned", "{found}");
+    let advice = pool["advice"].as_str().unwrap_or_default();
+    assert!(
+        advice.contains(&format!("leasehold lease revoke {lease}")),
+        "{advice}"
+    );
+    let evidence = pool["evidence"].to_string();
+    assert!(
+        evidence.contains("a live renewer") && evidence.contains("a static countdown"),
+        "{evidence}"
     );
     // The second holder renewed all along (every 0.67 s) and never heard a
     // loss: its grant is among what its lease holds.

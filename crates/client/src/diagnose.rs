@@ -17,7 +17,7 @@
 //! verdicts from the same observations, without linking the server.
 
 use crate::show::{self, ms_between};
-use crate::wire::{FailedRelease, LockInfo, OwnerInfo};
+use crate::wire::{FailedRelease, Holder, LockInfo, LockKind, OwnerInfo};
 use crate::OwnerProcess;
 use leasehold_core::nearby::looks_alike;
 use leasehold_core::LockName;
@@ -128,44 +128,30 @@ pub fn classify(
     let mut findings = Vec::new();
     let mut evidence = Vec::new();
     let mut advice = Vec::new();
-    if let Some(holder) = &lock.holder {
-        let owner = holder.owner.clone().unwrap_or_default();
-        evidence.push(format!(
-            "held by lease {} token {}{} owner {}, for {}",
-            holder.lease,
-            holder.token,
-            if holder.fenced { " (fenced)" } else { "" },
-            show::owner(&owner),
-            show::approx(holder.held_ms),
-        ));
-        let found = [
-            wrong_key(seen, failed),
-            owner_gone(&owner, process),
-            renewal(seen, holder.token),
-            past_work(lock, limits),
-        ];
-        for (verdict, facts, what_to_do) in found.into_iter().flatten() {
+    let mut judge = |seen: &Observed, holder: &Holder| {
+        for (verdict, facts, what_to_do) in holder_findings(seen, holder, failed, limits, process) {
             if let Some(verdict) = verdict {
                 findings.push(verdict);
                 advice.push(what_to_do);
             }
             evidence.extend(facts);
         }
+    };
+    if let Some(holder) = &lock.holder {
+        judge(seen, holder);
     } else if !lock.holders.is_empty() {
-        // A semaphore or read-write lock: what is held, not yet judged.
+        // A semaphore or read-write lock: each grant is judged as a
+        // lock's holder would be, on a view of the name holding just it.
         for grant in &lock.holders {
-            evidence.push(format!(
-                "held by lease {} token {} ({} permit(s)) owner {}, for {}",
-                grant.lease,
-                grant.token,
-                grant.permits,
-                grant.owner.as_ref().map_or("-".into(), show::owner),
-                show::approx(grant.held_ms),
-            ));
+            let first = seen.first.map(|first| holding_only(first, grant.token));
+            let second = holding_only(lock, grant.token);
+            let grant_seen = Observed {
+                first: first.as_ref(),
+                second: &second,
+                ..*seen
+            };
+            judge(&grant_seen, grant);
         }
-        evidence.push(
-            "the grants of semaphores and read-write locks are listed, not yet judged (orphaned, owner gone, past its work): `leasehold get` shows each one's lease and renewals".into(),
-        );
     } else if lock.lock_delay_remaining_ms > 0 {
         evidence.push(format!(
             "free, in its lock delay for {} more",
@@ -202,6 +188,60 @@ pub fn classify(
 /// A finding (if any), the facts behind it, and what to do.
 type Found = Option<(Option<Verdict>, Vec<String>, String)>;
 
+/// What is found about one holder (a lock's, or one grant of a semaphore
+/// or read-write lock): the facts and findings of each check, in order.
+fn holder_findings(
+    seen: &Observed,
+    holder: &Holder,
+    failed: &[FailedRelease],
+    limits: &Thresholds,
+    process: &dyn Fn(&OwnerInfo) -> OwnerProcess,
+) -> Vec<(Option<Verdict>, Vec<String>, String)> {
+    let owner = holder.owner.clone().unwrap_or_default();
+    let permits = match holder.permits {
+        0 => String::new(),
+        n => format!(" ({} permit(s))", n),
+    };
+    let held = format!(
+        "held by lease {} token {}{}{permits} owner {}, for {}",
+        holder.lease,
+        holder.token,
+        if holder.fenced { " (fenced)" } else { "" },
+        show::owner(&owner),
+        show::approx(holder.held_ms),
+    );
+    let found = [
+        Some((None, vec![held], String::new())),
+        wrong_key(seen, failed),
+        owner_gone(&owner, process),
+        renewal(seen, holder.token),
+        past_work(seen.second, limits),
+    ];
+    found.into_iter().flatten().collect()
+}
+
+/// `lock` as if `token`'s grant were its one holder (a semaphore's or
+/// read-write lock's grant, judged alone); its kind stays.
+fn holding_only(lock: &LockInfo, token: u64) -> LockInfo {
+    LockInfo {
+        holder: lock.holders.iter().find(|h| h.token == token).cloned(),
+        holders: Vec::new(),
+        ..lock.clone()
+    }
+}
+
+/// How to free the hold of `holder` on `lock` now: a lock is
+/// force-released, a grant's lease revoked.
+fn free_now(lock: &LockInfo, holder: &Holder) -> String {
+    match lock.kind() {
+        LockKind::Lock => format!(
+            "`leasehold force-release {} --token {} --reason ...`",
+            lock.name, holder.token
+        ),
+        _ => format!("`leasehold lease revoke {}`", holder.lease),
+    }
+}
+
 /// A failed release by the holder's own lease, since it got the lock, that
 /// named a missing lock looking like this one (same leaf under another
 /// prefix or hash tag, or a near spelling). The lease is the owner's
@@ -228,8 +268,10 @@ fn wrong_key(seen: &Observed, failed: &[FailedRelease]) -> Found {
         holder.token,
     )];
     let advice = format!(
-        "fix the name the holder releases ({:?} is not {:?}); this lock stays held until its lease ends or `leasehold force-release {} --token {} --reason ...`",
-        miss.name, lock.name, lock.name, holder.token
+        "fix the name the holder releases ({:?} is not {:?}); this lock stays held until its lease ends or {}",
+        miss.name,
+        lock.name,
+        free_now(lock, holder)
     );
     Some((Some(Verdict::WrongKeyRelease), facts, advice))
 }
@@ -248,7 +290,7 @@ fn owner_gone(owner: &OwnerInfo, process: &dyn Fn(&OwnerInfo) -> OwnerProcess) -
     if matches!(process, OwnerProcess::Running | OwnerProcess::OtherHost) {
         return Some((None, vec![fact], String::new()));
     }
-    let advice = "the holder's process is gone: if anything still renews its lease it is a leftover; wait for the lease to end or force-release the lock".to_owned();
+    let advice = "the holder's process is gone: if anything still renews its lease it is a leftover; wait for the lease to end or free it (force-release a lock, revoke a grant's lease)".to_owned();
     Some((Some(Verdict::OwnerGone), vec![fact], advice))
 }
 
@@ -321,9 +363,9 @@ fn renewal(seen: &Observed, token: u64) -> Found {
         ),
     ];
     let advice = format!(
-        "nothing renews it: it frees itself in {}; to free it now, `leasehold force-release {} --token {token} --reason ...`",
+        "nothing renews it: it frees itself in {}; to free it now, {}",
         show::approx(second.lease_remaining_ms),
-        seen.second.name
+        free_now(seen.second, second)
     );
     Some((Some(Verdict::Orphaned), facts, advice))
 }

@@ -2,7 +2,7 @@
 //! in the `leasehold` command's `tests/t140_diagnose.rs`.
 
 use super::*;
-use crate::wire::{Holder, Waiter};
+use crate::wire::{Holder, LockKind, Waiter};
 
 const NOW: i64 = 1_800_000_000_000;
 
@@ -193,27 +193,38 @@ fn clock_skew_beyond_the_round_trip_and_threshold_is_reported() {
 }
 
 #[test]
-fn a_semaphore_lists_its_grants_and_is_not_called_free() {
-    let mut semaphore = held("db/slots", 5, 3, 6_000);
-    let grant = semaphore.holder.take().expect("held");
-    semaphore.holders = vec![
-        Holder {
-            permits: 2,
-            ..grant.clone()
-        },
-        Holder {
-            lease: 8,
-            token: 6,
-            permits: 1,
-            ..grant
-        },
-    ];
-    let d = run(&semaphore, &semaphore, 3_000, &[]);
+fn each_grant_of_a_semaphore_is_judged_and_an_orphan_is_freed_by_its_lease() {
+    let semaphore = |renewals_of_8: u64, remaining_of_8: u64| {
+        let mut lock = held("db/slots", 5, 3, 6_000);
+        let grant = lock.holder.take().expect("held");
+        lock.kind = LockKind::Semaphore.into();
+        lock.holders = vec![
+            Holder {
+                permits: 2,
+                ..grant.clone()
+            },
+            Holder {
+                lease: 8,
+                token: 6,
+                permits: 1,
+                renewals: renewals_of_8,
+                lease_remaining_ms: remaining_of_8,
+                ..grant
+            },
+        ];
+        lock
+    };
+    let (first, mut second) = (semaphore(2, 8_000), semaphore(2, 5_000));
+    second.holders[0].renewals = 4;
+    second.holders[0].lease_remaining_ms = 8_500;
+    let d = run(&first, &second, 3_000, &[]);
+    assert_eq!(d.verdict, Verdict::Orphaned, "{:?}", d.evidence);
     assert!(!d.evidence.iter().any(|e| e == "free"), "{:?}", d.evidence);
     for shown in [
-        "lease 7 token 5 (2 permit(s))",
-        "lease 8 token 6 (1 permit(s))",
-        "not yet judged",
+        "held by lease 7 token 5 (2 permit(s))",
+        "held by lease 8 token 6 (1 permit(s))",
+        "a live renewer",
+        "a static countdown",
     ] {
         assert!(
             d.evidence.iter().any(|e| e.contains(shown)),
@@ -221,4 +232,9 @@ fn a_semaphore_lists_its_grants_and_is_not_called_free() {
             d.evidence
         );
     }
+    assert!(
+        d.advice.contains("`leasehold lease revoke 8`"),
+        "{}",
+        d.advice
+    );
 }
