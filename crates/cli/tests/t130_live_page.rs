@@ -40,6 +40,10 @@ fn t130_live_page_in_chromium() {
     phase("acquire a lock and a hostile-looking one through the CLI");
     let (token, _) = acquire(&server, "page/demo", "page-test-owner");
     let (hostile_token, _) = acquire(&server, HOSTILE_NAME, HOSTILE_OWNER);
+    let permits = [
+        acquire_permit(&server, "page/slots", "slot-a"),
+        acquire_permit(&server, "page/slots", "slot-b"),
+    ];
 
     phase("render the page in headless Chromium and dump its DOM");
     let started = Instant::now();
@@ -60,6 +64,19 @@ fn t130_live_page_in_chromium() {
         row.contains(r#"<td class="remaining"#) && row.contains(" s</td>"),
         "no lease countdown in the lock's row: {row}"
     );
+
+    phase("a semaphore's row names its kind, and every grant's owner and token");
+    let row = element_with(&dom, "tr", r#"data-lock="page/slots""#);
+    for shown in [
+        "page/slots (semaphore, 2 of 3 permits)".to_owned(),
+        format!("{}, {}", permits[0], permits[1]),
+        "slot-a, slot-b".to_owned(),
+    ] {
+        assert!(
+            row.contains(&shown),
+            "{shown:?} missing from the semaphore's row: {row}"
+        );
+    }
 
     phase("the events table has the acquisition with its token");
     let events = element_with(&dom, "tbody", r#"id="event-rows""#);
@@ -172,6 +189,26 @@ fn t130_live_page_http() {
     let tokens: Vec<u64> = all.iter().map(|e| u64_of(e, "token")).collect();
     assert_eq!(tokens, [token, script_token], "{all:?}");
 
+    phase("/api/locks has a semaphore with its kind, size and every grant");
+    let first = acquire_permit(&server, "page/pool", "pool-a");
+    let second = acquire_permit(&server, "page/pool", "pool-b");
+    let locks = get_json(&server, "/api/locks?prefix=page%2F");
+    let pool = find_lock(&locks, "page/pool");
+    assert_eq!(
+        (pool["kind"].as_str(), pool["permits"].as_u64()),
+        (Some("semaphore"), Some(3)),
+        "{pool}"
+    );
+    assert!(pool["holder"].is_null(), "{pool}");
+    let tokens: Vec<u64> = pool["holders"]
+        .as_array()
+        .expect("holders")
+        .iter()
+        .map(|h| u64_of(h, "token"))
+        .collect();
+    assert_eq!(tokens, [first, second], "{pool}");
+    assert_eq!(pool["health"]["verdict"], "healthy", "{pool}");
+
     phase("/api/cluster: this node leads with its quorum and reaches itself");
     let cluster = get_json(&server, "/api/cluster");
     assert_eq!(cluster["state"], "Leader", "{cluster}");
@@ -208,6 +245,14 @@ fn t130_live_page_http() {
 }
 
 /// Acquires `name` for `owner` under a fresh 60 s lease; returns (token, lease).
+/// One of 3 permits of the semaphore `name`, for `owner`; its token.
+fn acquire_permit(server: &Server, name: &str, owner: &str) -> u64 {
+    let args = [
+        "acquire", name, "--limit", "3", "--ttl", "60s", "--owner", owner, "--json",
+    ];
+    u64_of(&server.ok_json(&args), "token")
+}
+
 fn acquire(server: &Server, name: &str, owner: &str) -> (u64, u64) {
     let acquired = server.ok_json(&["acquire", name, "--ttl", "60s", "--owner", owner, "--json"]);
     assert_eq!(acquired["lock"], name, "{acquired}");

@@ -30,9 +30,9 @@ mod health;
 mod query;
 
 use crate::api::cluster::View;
-use crate::api::convert::lock_to_wire;
 use crate::api::events::event_to_wire;
 use crate::api::incidents::failed_releases;
+use crate::api::list::under_prefix;
 use crate::api::Node;
 use crate::clock::wall_unix_ms;
 use axum::extract::{RawQuery, State};
@@ -90,18 +90,14 @@ async fn locks(State(node): State<Arc<Node>>, RawQuery(query): RawQuery) -> Resp
     let now_unix_ms = wall_unix_ms();
     let (locks, truncated, revision) = node.state.read(|state| {
         let failed = failed_releases(state);
-        let mut matching = state.locks_with_prefix(&query.prefix);
-        let locks: Vec<Value> = matching
-            .by_ref()
-            .take(limits::LIST_LOCKS_MAX)
-            .map(|lock| {
-                let lock = lock_to_wire(&node, state, lock);
-                let mut shown = lock_json(&lock);
-                shown["health"] = health::health(&lock, &failed, now_unix_ms as i64);
-                shown
-            })
-            .collect();
-        (locks, matching.next().is_some(), state.revision())
+        let limit = limits::LIST_LOCKS_MAX;
+        let (locks, truncated) = under_prefix(&node, state, &query.prefix, limit);
+        let shown = locks.iter().map(|lock| {
+            let mut shown = lock_json(lock);
+            shown["health"] = health::health(lock, &failed, now_unix_ms as i64);
+            shown
+        });
+        (shown.collect::<Vec<Value>>(), truncated, state.revision())
     });
     let leader = node.raft.metrics().borrow().current_leader;
     json_response(&json!({
@@ -216,25 +212,9 @@ fn json_response(value: &Value) -> Response {
     with_type(body, "application/json")
 }
 
-/// A lock as the wire shows it, in JSON (field names as in `lock.proto`).
+/// A lock as the wire shows it, in JSON (field names as in `lock.proto`;
+/// `kind` as `lock`, `semaphore` or `read-write`).
 fn lock_json(lock: &pb::LockInfo) -> Value {
-    let holder = lock.holder.as_ref().map(|holder| {
-        json!({
-            "lease": holder.lease,
-            "token": holder.token,
-            "owner": holder.owner.as_ref().map(owner_json),
-            "lease_ttl_ms": holder.lease_ttl_ms,
-            "lease_remaining_ms": holder.lease_remaining_ms,
-            "acquired_unix_ms": holder.acquired_unix_ms,
-            "fenced": holder.fenced,
-            "max_hold_ms": holder.max_hold_ms,
-            "metadata": holder.metadata,
-            "lease_renewed_unix_ms": holder.lease_renewed_unix_ms,
-            "renewals": holder.renewals,
-            "held_ms": holder.held_ms,
-            "lock_delay_ms": holder.lock_delay_ms,
-        })
-    });
     let waiters: Vec<Value> = lock
         .waiters
         .iter()
@@ -244,16 +224,45 @@ fn lock_json(lock: &pb::LockInfo) -> Value {
                 "owner": waiter.owner.as_ref().map(owner_json),
                 "since_unix_ms": waiter.since_unix_ms,
                 "wait_ms": waiter.wait_ms,
+                "permits": waiter.permits,
             })
         })
         .collect();
+    let kind = match lock.kind() {
+        pb::LockKind::Lock => "lock",
+        pb::LockKind::Semaphore => "semaphore",
+        pb::LockKind::ReadWrite => "read-write",
+    };
     json!({
         "name": lock.name,
-        "holder": holder,
+        "kind": kind,
+        "permits": lock.permits,
+        "holder": lock.holder.as_ref().map(holder_json),
+        "holders": lock.holders.iter().map(holder_json).collect::<Vec<_>>(),
         "waiters": waiters,
         "lock_delay_remaining_ms": lock.lock_delay_remaining_ms,
         "prefix_hold_p99_ms": lock.prefix_hold_p99_ms,
         "prefix_holds": lock.prefix_holds,
+    })
+}
+
+/// A lock's holder, or one grant of a semaphore or read-write lock.
+fn holder_json(holder: &pb::Holder) -> Value {
+    json!({
+        "lease": holder.lease,
+        "token": holder.token,
+        "owner": holder.owner.as_ref().map(owner_json),
+        "lease_ttl_ms": holder.lease_ttl_ms,
+        "lease_remaining_ms": holder.lease_remaining_ms,
+        "acquired_unix_ms": holder.acquired_unix_ms,
+        "fenced": holder.fenced,
+        "max_hold_ms": holder.max_hold_ms,
+        "metadata": holder.metadata,
+        "lease_renewed_unix_ms": holder.lease_renewed_unix_ms,
+        "renewals": holder.renewals,
+        "held_ms": holder.held_ms,
+        "lock_delay_ms": holder.lock_delay_ms,
+        "permits": holder.permits,
     })
 }
 

@@ -19,7 +19,7 @@ mod grant;
 pub(crate) mod incidents;
 mod keep_alive;
 mod keepalive_stream;
-mod list;
+pub(crate) mod list;
 mod list_leases;
 pub mod propose;
 mod read;

@@ -29,7 +29,10 @@ fn lookback_ms(ttl_ms: u64) -> u64 {
 /// time), given the server's memory of `failed` releases: the verdict, every
 /// finding, the evidence and the advice.
 pub fn health(lock: &pb::LockInfo, failed: &[pb::FailedRelease], now_unix_ms: i64) -> Value {
-    let ttl_ms = lock.holder.as_ref().map_or(0, |holder| holder.lease_ttl_ms);
+    // A semaphore's or read-write lock's grants share one lookback: the
+    // shortest lease's, so none of them expires within it.
+    let holders = lock.holder.iter().chain(&lock.holders);
+    let ttl_ms = holders.map(|holder| holder.lease_ttl_ms).min().unwrap_or(0);
     let elapsed_ms = lookback_ms(ttl_ms);
     let first = earlier(lock, elapsed_ms, now_unix_ms);
     let seen = Observed {
@@ -50,9 +53,28 @@ pub fn health(lock: &pb::LockInfo, failed: &[pb::FailedRelease], now_unix_ms: i6
 
 /// The lock as a sample taken `elapsed_ms` before `now_unix_ms` would have
 /// shown it (see the module doc); `None` if it was not held by this holder.
+/// A semaphore's or read-write lock's grants are each rebuilt so; one
+/// granted since is left out of the earlier sample.
 fn earlier(lock: &pb::LockInfo, elapsed_ms: u64, now_unix_ms: i64) -> Option<pb::LockInfo> {
-    let holder = lock.holder.as_ref()?;
     let then_unix_ms = now_unix_ms.saturating_sub(elapsed_ms as i64);
+    if !lock.holders.is_empty() {
+        let before = lock.holders.iter();
+        let before = before.filter_map(|h| holder_then(h, elapsed_ms, then_unix_ms));
+        return Some(pb::LockInfo {
+            holders: before.collect(),
+            ..lock.clone()
+        });
+    }
+    let before = holder_then(lock.holder.as_ref()?, elapsed_ms, then_unix_ms)?;
+    Some(pb::LockInfo {
+        holder: Some(before),
+        ..lock.clone()
+    })
+}
+
+/// `holder` as it was at `then_unix_ms`, `elapsed_ms` ago; `None` if it
+/// was granted since.
+fn holder_then(holder: &pb::Holder, elapsed_ms: u64, then_unix_ms: i64) -> Option<pb::Holder> {
     if holder.acquired_unix_ms > then_unix_ms {
         return None;
     }
@@ -63,10 +85,7 @@ fn earlier(lock: &pb::LockInfo, elapsed_ms: u64, now_unix_ms: i64) -> Option<pb:
         before.lease_remaining_ms = holder.lease_remaining_ms.saturating_add(elapsed_ms);
     }
     before.held_ms = holder.held_ms.saturating_sub(elapsed_ms);
-    Some(pb::LockInfo {
-        holder: Some(before),
-        ..lock.clone()
-    })
+    Some(before)
 }
 
 #[cfg(test)]
@@ -112,6 +131,39 @@ mod tests {
         // Never renewed, but granted less than half a ttl ago: too soon to say.
         assert_eq!(verdict(&held(10_000, 10_000, 0)), "healthy");
         assert_eq!(verdict(&held(16_000, 16_000, 0)), "orphaned");
+    }
+
+    #[test]
+    fn each_grant_of_a_semaphore_is_judged_on_its_own_lease() {
+        let grant = |lease, renewed_ago_ms| {
+            let mut grant = held(120_000, renewed_ago_ms, 12).holder.unwrap();
+            (grant.lease, grant.token, grant.permits) = (lease, lease + 10, 1);
+            grant
+        };
+        let semaphore = |holders| pb::LockInfo {
+            name: "jobs/slots".into(),
+            kind: pb::LockKind::Semaphore.into(),
+            permits: 2,
+            holders,
+            ..Default::default()
+        };
+        assert_eq!(
+            verdict(&semaphore(vec![grant(1, 5_000), grant(2, 4_000)])),
+            "healthy"
+        );
+        let found = health(
+            &semaphore(vec![grant(1, 5_000), grant(2, 20_000)]),
+            &[],
+            NOW,
+        );
+        assert_eq!(found["verdict"], "orphaned", "{found}");
+        assert!(
+            found["advice"]
+                .as_str()
+                .unwrap()
+                .contains("leasehold lease revoke 2"),
+            "{found}"
+        );
     }
 
     #[test]

@@ -130,22 +130,38 @@ function queueCell(lock, serverNowMs) {
   return td;
 }
 
+// What a semaphore or read-write lock is and how much of it is held:
+// "semaphore, 2 of 3 permits", "read-write, 2 readers", "read-write, writer".
+function kindLabel(lock) {
+  const held = lock.holders.reduce((sum, h) => sum + h.permits, 0);
+  if (lock.kind === "semaphore") return `semaphore, ${held} of ${lock.permits} permits`;
+  if (lock.holders.length === 0) return "read-write, free";
+  if (held === lock.permits) return "read-write, writer";
+  return `read-write, ${lock.holders.length} reader${lock.holders.length === 1 ? "" : "s"}`;
+}
+
 function lockRow(lock, serverNowMs) {
   const tr = document.createElement("tr");
   tr.dataset.lock = lock.name;
+  tr.dataset.kind = lock.kind;
   if (lock.health) tr.dataset.verdict = lock.health.verdict;
-  tr.appendChild(cell("name", lock.name));
+  const pooled = lock.kind !== "lock";
+  tr.appendChild(cell("name", pooled ? `${lock.name} (${kindLabel(lock)})` : lock.name));
   tr.appendChild(healthCell(lock));
-  const holder = lock.holder;
+  // A semaphore's or read-write lock's grants share the row: every owner
+  // and token, and the oldest grant's lease and times.
+  const grants = pooled ? lock.holders : (lock.holder ? [lock.holder] : []);
+  const holder = grants.length ? grants[0] : null;
   const head = lock.waiters.length ? lock.waiters[0] : null;
   const remaining = cell("remaining", "");
   const held = cell("held", "");
   if (holder) {
-    tr.dataset.token = String(holder.token);
-    tr.appendChild(cell("owner", ownerName(holder.owner)));
+    const tokens = grants.map((g) => String(g.token)).join(", ");
+    tr.dataset.token = tokens;
+    tr.appendChild(cell("owner", grants.map((g) => ownerName(g.owner)).join(", ")));
     tr.appendChild(cell("where", ownerWhere(holder.owner)));
-    tr.appendChild(cell("token", String(holder.token)));
-    tr.appendChild(cell("fenced", holder.fenced ? "yes" : "no"));
+    tr.appendChild(cell("token", tokens));
+    tr.appendChild(cell("fenced", pooled ? "" : (holder.fenced ? "yes" : "no")));
     moving.push({ cell: remaining, baseMs: holder.lease_remaining_ms, sign: -1, ttlMs: holder.lease_ttl_ms });
     moving.push({ cell: held, baseMs: holder.held_ms, sign: 1, ttlMs: 0 });
   } else {
