@@ -213,3 +213,41 @@ fn t250_readers_share_a_read_write_lock_and_the_writer_waits_for_all_of_them() {
         .cli(&["acquire", "cfg/rw", "--limit", "1", "--json"])
         .expect_code(0);
 }
+
+#[test]
+fn t250_a_force_released_grant_is_heard_by_its_holder_and_the_command_stopped() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    let tail = hold_until_killed(&file);
+    let head = [
+        "lock",
+        "sem/forced",
+        "--limit",
+        "2",
+        "--fenced",
+        "--ttl",
+        "3s",
+    ];
+    let holder = server.spawn(&args(&head, &tail));
+    let token = token_in(&file).to_string();
+    server
+        .cli(&[
+            "force-release",
+            "sem/forced",
+            "--token",
+            &token,
+            "--reason",
+            "INC-7 test",
+        ])
+        .expect_code(0);
+    let stopped = finish(holder, "the holder to hear it", Duration::from_secs(15));
+    stopped.expect_code(6);
+    assert!(
+        stopped.stderr.contains("force-released"),
+        "{}",
+        stopped.stderr
+    );
+    let incidents = server.ok_json(&["events", "--json"]);
+    assert!(incidents.to_string().contains("INC-7 test"), "{incidents}");
+}

@@ -62,6 +62,8 @@ pub struct PermitHold {
     pub count: u32,
     /// Proposer's wall time of the grant (display only).
     pub acquired_unix_ms: u64,
+    /// The holder declared that the protected resource checks tokens.
+    pub fenced: bool,
 }
 
 /// What a grant made by the current command carries: its token (the
@@ -82,6 +84,18 @@ pub struct PermitWait {
     pub wait_ms: u64,
     /// Proposer's wall time of the ask (display only).
     pub since_unix_ms: u64,
+    /// As [`PermitHold::fenced`], kept until the grant.
+    pub fenced: bool,
+}
+
+/// An ask for permits: who, how many, how long it may wait (0: not at
+/// all), and whether the holder's resource checks tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ask {
+    pub lease: LeaseId,
+    pub count: u32,
+    pub wait_ms: u64,
+    pub fenced: bool,
 }
 
 /// What an ask got.
@@ -155,16 +169,17 @@ impl PermitPool {
         self.permits
     }
 
-    /// `lease` asks for `count` permits, to be granted under `stamp` (the
-    /// asking command's) if they are free now; if not, it waits at the back
-    /// for up to `wait_ms`, or with 0 is refused as busy.
-    pub fn ask(
-        &mut self,
-        lease: LeaseId,
-        count: u32,
-        wait_ms: u64,
-        stamp: Stamp,
-    ) -> Result<Asked, PermitRefusal> {
+    /// `ask.lease` asks for `ask.count` permits, to be granted under
+    /// `stamp` (the asking command's) if they are free now; if not, it
+    /// waits at the back for up to `ask.wait_ms`, or with 0 is refused as
+    /// busy.
+    pub fn ask(&mut self, ask: Ask, stamp: Stamp) -> Result<Asked, PermitRefusal> {
+        let Ask {
+            lease,
+            count,
+            wait_ms,
+            fenced,
+        } = ask;
         if !(1..=self.permits).contains(&count) {
             let permits = self.permits;
             return Err(PermitRefusal::CountOutOfRange { count, permits });
@@ -173,7 +188,7 @@ impl PermitPool {
             return Ok(asked);
         }
         if self.fits_now(count) {
-            self.grant(lease, count, stamp);
+            self.grant(lease, count, fenced, stamp);
             return Ok(Asked::Granted {
                 token: stamp.token,
                 already_held: false,
@@ -192,6 +207,7 @@ impl PermitPool {
             count,
             wait_ms,
             since_unix_ms: stamp.at_unix_ms,
+            fenced,
         });
         Ok(Asked::Queued {
             position: self.waiters.len() as u32,
@@ -259,17 +275,23 @@ impl PermitPool {
     /// head's ask fits; returns the grants, in queue order.
     pub fn grant_waiting(&mut self, stamp: Stamp) -> Vec<PermitHold> {
         let mut granted = Vec::new();
-        while let Some(&PermitWait { lease, count, .. }) = self.waiters.front() {
+        while let Some(&PermitWait {
+            lease,
+            count,
+            fenced,
+            ..
+        }) = self.waiters.front()
+        {
             if count > self.free() {
                 break;
             }
             self.waiters.pop_front();
-            granted.push(self.grant(lease, count, stamp));
+            granted.push(self.grant(lease, count, fenced, stamp));
         }
         granted
     }
 
-    fn grant(&mut self, lease: LeaseId, count: u32, stamp: Stamp) -> PermitHold {
+    fn grant(&mut self, lease: LeaseId, count: u32, fenced: bool, stamp: Stamp) -> PermitHold {
         let latest = self.holds.last().map(|h| h.token);
         assert!(latest <= Some(stamp.token), "a grant's token went back");
         let hold = PermitHold {
@@ -277,6 +299,7 @@ impl PermitPool {
             token: stamp.token,
             count,
             acquired_unix_ms: stamp.at_unix_ms,
+            fenced,
         };
         self.holds.push(hold);
         hold

@@ -4,6 +4,16 @@ fn lease(id: u64) -> LeaseId {
     LeaseId(id)
 }
 
+/// An unfenced ask of `lease` for `count` permits, waiting up to `wait_ms`.
+fn asking(lease: u64, count: u32, wait_ms: u64) -> Ask {
+    Ask {
+        lease: LeaseId(lease),
+        count,
+        wait_ms,
+        fenced: false,
+    }
+}
+
 /// How long an ask that waits waits.
 const WAIT: u64 = 60_000;
 
@@ -29,10 +39,10 @@ fn leases(holds: &[PermitHold]) -> Vec<u64> {
 #[test]
 fn a_semaphore_grants_until_full_then_queues_or_refuses() {
     let mut pool = PermitPool::new(3).unwrap();
-    assert_eq!(pool.ask(lease(1), 2, 0, at(10)), Ok(granted(10)));
-    assert_eq!(pool.ask(lease(2), 1, 0, at(11)), Ok(granted(11)));
+    assert_eq!(pool.ask(asking(1, 2, 0), at(10)), Ok(granted(10)));
+    assert_eq!(pool.ask(asking(2, 1, 0), at(11)), Ok(granted(11)));
     assert_eq!(
-        pool.ask(lease(3), 1, 0, at(12)),
+        pool.ask(asking(3, 1, 0), at(12)),
         Err(PermitRefusal::Busy {
             count: 1,
             free: 0,
@@ -40,7 +50,7 @@ fn a_semaphore_grants_until_full_then_queues_or_refuses() {
             waiting: 0
         })
     );
-    let queued = pool.ask(lease(3), 1, WAIT, at(12));
+    let queued = pool.ask(asking(3, 1, WAIT), at(12));
     assert_eq!(queued, Ok(Asked::Queued { position: 1 }));
     assert_eq!(pool.release(lease(2), Token(11)).map(|h| h.count), Ok(1));
     let grants = pool.grant_waiting(at(13));
@@ -57,18 +67,18 @@ fn a_semaphore_grants_until_full_then_queues_or_refuses() {
 #[test]
 fn a_big_ask_is_not_starved_by_later_small_ones() {
     let mut pool = PermitPool::new(4).unwrap();
-    pool.ask(lease(1), 3, 0, at(1)).unwrap();
+    pool.ask(asking(1, 3, 0), at(1)).unwrap();
     assert_eq!(
-        pool.ask(lease(2), 4, WAIT, at(2)),
+        pool.ask(asking(2, 4, WAIT), at(2)),
         Ok(Asked::Queued { position: 1 })
     );
     // One permit is free, but the head asks for four: the small ask waits.
     assert_eq!(
-        pool.ask(lease(3), 1, WAIT, at(3)),
+        pool.ask(asking(3, 1, WAIT), at(3)),
         Ok(Asked::Queued { position: 2 })
     );
     assert!(matches!(
-        pool.ask(lease(4), 1, 0, at(4)),
+        pool.ask(asking(4, 1, 0), at(4)),
         Err(PermitRefusal::Busy { free: 1, .. })
     ));
     pool.release(lease(1), Token(1)).unwrap();
@@ -80,10 +90,10 @@ fn a_big_ask_is_not_starved_by_later_small_ones() {
 #[test]
 fn when_the_head_leaves_the_asks_behind_it_that_fit_are_granted() {
     let mut pool = PermitPool::new(2).unwrap();
-    pool.ask(lease(1), 1, 0, at(1)).unwrap();
-    pool.ask(lease(2), 2, WAIT, at(2)).unwrap();
-    pool.ask(lease(3), 1, WAIT, at(3)).unwrap();
-    pool.ask(lease(4), 1, WAIT, at(4)).unwrap();
+    pool.ask(asking(1, 1, 0), at(1)).unwrap();
+    pool.ask(asking(2, 2, WAIT), at(2)).unwrap();
+    pool.ask(asking(3, 1, WAIT), at(3)).unwrap();
+    pool.ask(asking(4, 1, WAIT), at(4)).unwrap();
     assert!(pool.cancel_wait(lease(2)));
     assert!(!pool.cancel_wait(lease(2)), "already gone");
     assert_eq!(leases(&pool.grant_waiting(at(5))), [3]);
@@ -95,19 +105,19 @@ fn a_read_write_pool_lets_readers_share_and_a_writer_in_alone() {
     let mut rw = PermitPool::read_write();
     let write = rw.exclusive();
     assert_eq!(
-        rw.ask(lease(1), PermitPool::SHARED, WAIT, at(1)),
+        rw.ask(asking(1, PermitPool::SHARED, WAIT), at(1)),
         Ok(granted(1))
     );
     assert_eq!(
-        rw.ask(lease(2), PermitPool::SHARED, WAIT, at(2)),
+        rw.ask(asking(2, PermitPool::SHARED, WAIT), at(2)),
         Ok(granted(2))
     );
-    let writer = rw.ask(lease(3), write, WAIT, at(3));
+    let writer = rw.ask(asking(3, write, WAIT), at(3));
     assert_eq!(writer, Ok(Asked::Queued { position: 1 }));
     // A reader behind a waiting writer waits: no writer starvation.
-    let reader = rw.ask(lease(4), PermitPool::SHARED, WAIT, at(4));
+    let reader = rw.ask(asking(4, PermitPool::SHARED, WAIT), at(4));
     assert_eq!(reader, Ok(Asked::Queued { position: 2 }));
-    rw.ask(lease(5), PermitPool::SHARED, WAIT, at(5)).unwrap();
+    rw.ask(asking(5, PermitPool::SHARED, WAIT), at(5)).unwrap();
     rw.release(lease(1), Token(1)).unwrap();
     assert!(rw.grant_waiting(at(6)).is_empty(), "a reader still holds");
     rw.release(lease(2), Token(2)).unwrap();
@@ -131,14 +141,14 @@ fn a_read_write_pool_lets_readers_share_and_a_writer_in_alone() {
 #[test]
 fn a_lease_has_one_grant_and_a_retry_finds_it() {
     let mut pool = PermitPool::new(2).unwrap();
-    pool.ask(lease(1), 2, 0, at(1)).unwrap();
-    let again = pool.ask(lease(1), 2, 0, at(2));
+    pool.ask(asking(1, 2, 0), at(1)).unwrap();
+    let again = pool.ask(asking(1, 2, 0), at(2));
     let held = Asked::Granted {
         token: Token(1),
         already_held: true,
     };
     assert_eq!(again, Ok(held));
-    let other = pool.ask(lease(1), 1, WAIT, at(2));
+    let other = pool.ask(asking(1, 1, WAIT), at(2));
     let refused = PermitRefusal::OtherCount {
         held: 2,
         count: 1,
@@ -149,10 +159,10 @@ fn a_lease_has_one_grant_and_a_retry_finds_it() {
         refused.to_string(),
         "the lease already holds 2 permits: release them (or stop waiting) before asking for 1"
     );
-    pool.ask(lease(2), 1, WAIT, at(3)).unwrap();
-    let place = pool.ask(lease(2), 1, WAIT, at(4));
+    pool.ask(asking(2, 1, WAIT), at(3)).unwrap();
+    let place = pool.ask(asking(2, 1, WAIT), at(4));
     assert_eq!(place, Ok(Asked::Queued { position: 1 }));
-    let upgrade = pool.ask(lease(2), 2, WAIT, at(4));
+    let upgrade = pool.ask(asking(2, 2, WAIT), at(4));
     assert!(matches!(
         upgrade,
         Err(PermitRefusal::OtherCount { waiting: true, .. })
@@ -163,9 +173,9 @@ fn a_lease_has_one_grant_and_a_retry_finds_it() {
 #[test]
 fn a_lease_that_ends_frees_exactly_its_permits() {
     let mut pool = PermitPool::new(5).unwrap();
-    pool.ask(lease(1), 2, 0, at(1)).unwrap();
-    pool.ask(lease(2), 3, 0, at(2)).unwrap();
-    pool.ask(lease(3), 4, WAIT, at(3)).unwrap();
+    pool.ask(asking(1, 2, 0), at(1)).unwrap();
+    pool.ask(asking(2, 3, 0), at(2)).unwrap();
+    pool.ask(asking(3, 4, WAIT), at(3)).unwrap();
     let left = pool.leave(lease(2));
     assert_eq!((left.0.map(|h| h.count), left.1), (Some(3), false));
     assert_eq!(pool.free(), 3, "lease 1's two stay held");
@@ -187,13 +197,13 @@ fn bad_counts_and_wrong_releases_are_refused_and_change_nothing() {
     assert!(PermitPool::new(PERMITS_MAX + 1).is_err());
     let mut pool = PermitPool::new(2).unwrap();
     for count in [0, 3] {
-        let refused = pool.ask(lease(1), count, WAIT, at(1));
+        let refused = pool.ask(asking(1, count, WAIT), at(1));
         assert_eq!(
             refused,
             Err(PermitRefusal::CountOutOfRange { count, permits: 2 })
         );
     }
-    pool.ask(lease(1), 1, 0, at(1)).unwrap();
+    pool.ask(asking(1, 1, 0), at(1)).unwrap();
     let before = pool.clone();
     let wrong_token = pool.release(lease(1), Token(2));
     assert_eq!(
@@ -214,15 +224,15 @@ fn bad_counts_and_wrong_releases_are_refused_and_change_nothing() {
 #[should_panic(expected = "a grant's token went back")]
 fn a_token_that_goes_back_is_a_bug() {
     let mut pool = PermitPool::new(2).unwrap();
-    pool.ask(lease(1), 1, 0, at(5)).unwrap();
-    let _ = pool.ask(lease(2), 1, 0, at(4));
+    pool.ask(asking(1, 1, 0), at(5)).unwrap();
+    let _ = pool.ask(asking(2, 1, 0), at(4));
 }
 
 #[test]
 fn a_pool_round_trips_through_its_encoding() {
     let mut pool = PermitPool::new(3).unwrap();
-    pool.ask(lease(1), 3, 0, at(1)).unwrap();
-    pool.ask(lease(2), 2, WAIT, at(2)).unwrap();
+    pool.ask(asking(1, 3, 0), at(1)).unwrap();
+    pool.ask(asking(2, 2, WAIT), at(2)).unwrap();
     let bytes = postcard::to_allocvec(&pool).unwrap();
     assert_eq!(postcard::from_bytes::<PermitPool>(&bytes).unwrap(), pool);
 }

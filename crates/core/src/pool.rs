@@ -124,6 +124,9 @@ pub struct AcquirePermits {
     pub wait_ms: u64,
     /// Idempotency key.
     pub request_id: Option<RequestId>,
+    /// The holder declares that the protected resource checks tokens (a
+    /// force release of an unfenced grant needs `allow_unfenced`).
+    pub fenced: bool,
 }
 
 impl AcquirePermits {

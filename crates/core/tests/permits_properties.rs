@@ -17,7 +17,7 @@
 //!   command's grants;
 //! - in a read-write pool, a writer (all permits) holds alone.
 
-use leasehold_core::permits::{Asked, PermitPool, PermitRefusal, Stamp};
+use leasehold_core::permits::{Ask, Asked, PermitPool, PermitRefusal, Stamp};
 use leasehold_core::{LeaseId, Token};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -136,7 +136,13 @@ fn apply(pool: &mut PermitPool, model: &mut Model, op: &Op, token: u64) -> Vec<u
     match *op {
         Op::Ask { lease, count, wait } => {
             let wait_ms = if wait { 60_000 } else { 0 };
-            let got = pool.ask(LeaseId(lease), count, wait_ms, at(token));
+            let ask = Ask {
+                lease: LeaseId(lease),
+                count,
+                wait_ms,
+                fenced: false,
+            };
+            let got = pool.ask(ask, at(token));
             let expected = model.ask(lease, count, wait, token);
             assert_eq!(got.ok(), expected.ok(), "{op:?}");
             if let Err(PermitRefusal::Busy { free, .. }) = got {

@@ -133,6 +133,7 @@ fn to_command(op: &Op, state: &State, slots: &[LeaseId; SLOTS]) -> Command {
             ask: permit_ask(i, ask),
             wait_ms: if wait { 10_000 } else { 0 },
             request_id: None,
+            fenced: false,
         }),
         Op::Release {
             slot,

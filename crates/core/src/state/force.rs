@@ -107,37 +107,10 @@ impl State {
         // The server validates before proposing; checking again keeps a
         // malformed log entry from ever reaching the tables.
         command::check_force(&f.reason, &f.caller)?;
-        if let Some(pool) = self.pools.get(&f.name) {
-            let holder = pool
-                .permits
-                .holds()
-                .iter()
-                .find(|h| h.token == f.expected_token);
-            let lease = holder.map_or("ID".to_owned(), |h| h.lease.to_string());
-            let reason = format!("{} is {}, and force-release frees locks only for now: revoke the holder's lease instead (`leasehold lease revoke {lease}`), which frees the grant and tells its holder", f.name, pool.kind);
-            return Err(LockError::invalid("name", reason));
-        }
-        let Some(lock) = self.locks.get(&f.name) else {
-            return Err(LockError::NoSuchLock {
-                nearby: nearby::nearby_names(&self.locks, f.name.as_str()),
-                name: f.name,
-            });
-        };
-        let holder = match &lock.holder {
-            Some(holder) if holder.token == f.expected_token => holder,
-            other => {
-                return Err(LockError::NotHolder {
-                    holder_token: other.as_ref().map(|h| h.token),
-                    name: f.name,
-                    lease: None,
-                    token: f.expected_token,
-                })
-            }
-        };
-        if !holder.fenced && !f.allow_unfenced {
+        let (lease, fenced) = self.forced_holder(&f)?;
+        if !fenced && !f.allow_unfenced {
             return Err(LockError::Unfenced { name: f.name });
         }
-        let lease = holder.lease;
         let owner = self.leases[&lease].owner.owner().to_owned();
         let first_effect = effects.len();
         let released = if f.revoke_lease {
@@ -145,6 +118,9 @@ impl State {
                 Reply::LeaseEnded { released } => released,
                 other => unreachable!("end_lease replied {other:?}"),
             }
+        } else if self.pools.contains_key(&f.name) {
+            self.release_permits(lease, &f.name, f.expected_token, at_unix_ms, effects)?;
+            vec![f.name.clone()]
         } else {
             self.bump();
             self.free_holder(&f.name, FreeCause::Released, effects);
@@ -176,6 +152,35 @@ impl State {
             released,
             lease_revoked: f.revoke_lease,
         })
+    }
+
+    /// The lease holding `f.name` under `f.expected_token` (a lock's
+    /// holder, or a grant of a semaphore or read-write lock) and whether it
+    /// declared fencing; a missing name or another token is refused.
+    fn forced_holder(&self, f: &ForceRelease) -> Result<(LeaseId, bool), LockError> {
+        let not_holder = |holder_token| LockError::NotHolder {
+            holder_token,
+            name: f.name.clone(),
+            lease: None,
+            token: f.expected_token,
+        };
+        if let Some(pool) = self.pools.get(&f.name) {
+            let holds = pool.permits.holds();
+            return match holds.iter().find(|h| h.token == f.expected_token) {
+                Some(hold) => Ok((hold.lease, hold.fenced)),
+                None => Err(not_holder(holds.last().map(|h| h.token))),
+            };
+        }
+        let Some(lock) = self.locks.get(&f.name) else {
+            return Err(LockError::NoSuchLock {
+                nearby: nearby::nearby_names(&self.locks, f.name.as_str()),
+                name: f.name.clone(),
+            });
+        };
+        match &lock.holder {
+            Some(holder) if holder.token == f.expected_token => Ok((holder.lease, holder.fenced)),
+            other => Err(not_holder(other.as_ref().map(|h| h.token))),
+        }
     }
 
     /// Appends `record`, forgetting the oldest beyond the limit.

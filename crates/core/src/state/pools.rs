@@ -16,7 +16,7 @@
 
 use super::State;
 use crate::outcome::{FreeCause, WaitEndCause};
-use crate::permits::{Asked, PermitHold, PermitRefusal, Stamp};
+use crate::permits::{Ask, Asked, PermitHold, PermitRefusal, Stamp};
 use crate::{
     AcquirePermits, Effect, LeaseId, LockError, LockName, Outcome, PermitAsk, Reply, Token,
 };
@@ -98,7 +98,13 @@ impl State {
             token: Token(self.revision.0 + 1),
             at_unix_ms,
         };
-        let asked = pool.permits.ask(a.lease, count, a.wait_ms, stamp);
+        let ask = Ask {
+            lease: a.lease,
+            count,
+            wait_ms: a.wait_ms,
+            fenced: a.fenced,
+        };
+        let asked = pool.permits.ask(ask, stamp);
         let busy_token = pool.permits.holds().last().map(|h| h.token);
         self.put_back(&a.name, pool);
         match asked {

@@ -16,6 +16,7 @@ fn ask(state: &mut State, lease: LeaseId, lock: &str, ask: PermitAsk, wait_ms: u
         ask,
         wait_ms,
         request_id: None,
+        fenced: false,
     };
     state.apply(Command::AcquirePermits(acquire), 7)
 }
@@ -278,6 +279,7 @@ fn a_retried_ask_finds_its_grant_and_a_wrong_release_is_refused() {
         ask: semaphore(2, 2),
         wait_ms: 0,
         request_id: RequestId::parse("r-1").unwrap(),
+        fenced: false,
     };
     let first = state.apply(Command::AcquirePermits(request.clone()), 7);
     let again = state.apply(Command::AcquirePermits(request), 7);
@@ -388,25 +390,56 @@ fn what_a_lease_holds_lists_its_pool_grants_after_its_locks() {
 }
 
 #[test]
-fn a_force_release_of_a_grant_is_refused_with_what_to_do_instead() {
+fn a_force_release_frees_one_grant_if_fenced_or_allowed_and_lets_the_head_in() {
     let mut state = State::default();
-    let a = grant(&mut state);
-    let token = token_of(&ask(&mut state, a, "s", semaphore(2, 1), 0));
-    let force = Command::ForceRelease {
+    let (a, b, c) = (grant(&mut state), grant(&mut state), grant(&mut state));
+    let fenced = AcquirePermits {
+        lease: a,
         name: name("s"),
-        expected_token: token,
+        ask: semaphore(2, 1),
+        wait_ms: 0,
+        request_id: None,
+        fenced: true,
+    };
+    let token = token_of(&state.apply(Command::AcquirePermits(fenced), 7));
+    let unfenced = token_of(&ask(&mut state, b, "s", semaphore(2, 1), 0));
+    ask(&mut state, c, "s", semaphore(2, 1), 10_000);
+    let force = |expected_token, allow_unfenced| Command::ForceRelease {
+        name: name("s"),
+        expected_token,
         reason: "INC-1".into(),
         caller: "op@host".into(),
-        allow_unfenced: true,
+        allow_unfenced,
         revoke_lease: false,
     };
-    let refused = state.apply(force, 9);
-    let Err(LockError::InvalidArgument { reason, .. }) = refused.outcome else {
-        panic!("{refused:?}");
-    };
+    let refused = state.apply(force(unfenced, false), 9);
     assert!(
-        reason.contains(&format!("leasehold lease revoke {a}")),
-        "{reason}"
+        matches!(refused.outcome, Err(LockError::Unfenced { .. })),
+        "{refused:?}"
     );
-    assert!(state.pool(&name("s")).is_some(), "nothing was freed");
+    let wrong = state.apply(force(Token(token.0 + 100), true), 9);
+    assert!(
+        matches!(wrong.outcome, Err(LockError::NotHolder { .. })),
+        "{wrong:?}"
+    );
+    let forced = state.apply(force(token, false), 9);
+    let Ok(Reply::ForceReleased { lease, .. }) = forced.outcome else {
+        panic!("{forced:?}");
+    };
+    assert_eq!(lease, a);
+    assert!(forced
+        .effects
+        .iter()
+        .any(|e| matches!(e, Effect::LockFreed { forced: Some(_), lease, .. } if *lease == a)));
+    assert_eq!(
+        grants(&forced),
+        [(c, Token(forced.revision.0), true)],
+        "the head is let in"
+    );
+    assert_eq!(state.force_releases().count(), 1);
+    assert!(
+        state.held_by(a).next().is_none(),
+        "the lease lives on without its grant"
+    );
+    state.check_invariants().unwrap();
 }

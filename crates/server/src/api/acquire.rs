@@ -104,6 +104,7 @@ fn parse_permits(
         ask,
         wait_ms: request.wait_ms,
         request_id: RequestId::parse(&request.request_id)?,
+        fenced: request.fenced,
     };
     acquire.validate()?;
     Ok(acquire)
@@ -287,6 +288,7 @@ mod tests {
                 ask,
                 wait_ms,
                 request_id: None,
+                fenced: false,
             };
             let command = leasehold_core::Command::AcquirePermits(ask);
             assert!(state.apply(command, 0).outcome.is_ok());

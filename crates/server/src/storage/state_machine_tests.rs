@@ -34,6 +34,7 @@ fn state_with_a_semaphore() -> State {
             },
             wait_ms,
             request_id: None,
+            fenced: true,
         };
         assert!(state.apply(Command::AcquirePermits(ask), 2).outcome.is_ok());
     }

@@ -309,6 +309,7 @@ mod tests {
                 ask,
                 wait_ms,
                 request_id: None,
+                fenced: false,
             };
             assert!(state.apply(Command::AcquirePermits(ask), 0).outcome.is_ok());
         }
