@@ -401,10 +401,13 @@ fn past_work(lock: &LockInfo, limits: &Thresholds) -> Found {
 /// Waiters queued longer than `starve_ttls` of the holder's ttl.
 fn starving(seen: &Observed, limits: &Thresholds) -> Option<(Vec<String>, String)> {
     let lock = seen.second;
-    let holder = lock.holder.as_ref()?;
+    // A semaphore's or read-write lock's queue waits on every grant: the
+    // shortest lease among them sets the bound.
+    let holders = lock.holder.iter().chain(&lock.holders);
+    let ttl_ms = holders.map(|holder| holder.lease_ttl_ms).min()?;
     let head = lock.waiters.first()?;
     let waited = ms_between(head.since_unix_ms, seen.now_unix_ms);
-    let bound = holder.lease_ttl_ms.saturating_mul(limits.starve_ttls);
+    let bound = ttl_ms.saturating_mul(limits.starve_ttls);
     if waited <= bound {
         return None;
     }
@@ -415,7 +418,7 @@ fn starving(seen: &Observed, limits: &Thresholds) -> Option<(Vec<String>, String
         head.owner.as_ref().map_or("-".into(), show::owner),
         show::approx(waited),
         limits.starve_ttls,
-        show::human(holder.lease_ttl_ms)
+        show::human(ttl_ms)
     );
     let advice = "the holder keeps the lock while others wait: check it is making progress; bound holds with --max-hold, or split the lock".to_owned();
     Some((vec![fact], advice))

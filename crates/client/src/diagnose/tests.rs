@@ -238,3 +238,25 @@ fn each_grant_of_a_semaphore_is_judged_and_an_orphan_is_freed_by_its_lease() {
         d.advice
     );
 }
+
+#[test]
+fn a_queue_starving_behind_a_semaphore_is_named() {
+    let mut semaphore = held("db/slots", 5, 4, 8_500);
+    let grant = semaphore.holder.take().expect("held");
+    semaphore.kind = LockKind::Semaphore.into();
+    semaphore.holders = vec![Holder {
+        permits: 1,
+        ..grant
+    }];
+    semaphore.waiters = vec![Waiter {
+        lease: 9,
+        permits: 1,
+        since_unix_ms: NOW - 60_000,
+        ..Default::default()
+    }];
+    let mut before = semaphore.clone();
+    before.holders[0].renewals = 3;
+    before.holders[0].lease_remaining_ms = 6_000;
+    let d = run(&before, &semaphore, 3_000, &[]);
+    assert_eq!(d.verdict, Verdict::StarvingWaiters, "{:?}", d.evidence);
+}
