@@ -72,7 +72,7 @@ impl Lease {
     /// `shared` or `exclusive` as a semaphore or a read-write lock; the
     /// caller checks that at most one of those is given). Delivers a
     /// `Guard`.
-    #[pyo3(signature = (name, wait=0.0, fenced=false, lock_delay=None, max_hold=None, metadata=BTreeMap::new(), limit=None, shared=false, exclusive=false))]
+    #[pyo3(signature = (name, wait=0.0, fenced=false, lock_delay=None, max_hold=None, metadata=BTreeMap::new(), limit=None, shared=false, exclusive=false, permits=1))]
     #[allow(clippy::too_many_arguments, reason = "Python keyword arguments")]
     fn acquire(
         &self,
@@ -85,14 +85,15 @@ impl Lease {
         limit: Option<u32>,
         shared: bool,
         exclusive: bool,
+        permits: u32,
     ) -> PyResult<Call> {
         let mut request = self
             .live()?
             .lock(name)
             .wait(seconds("wait")(wait)?)
             .fenced(fenced);
-        if let Some(permits) = limit {
-            request = request.semaphore(permits, 1);
+        if let Some(limit) = limit {
+            request = request.semaphore(limit, permits);
         }
         if shared {
             request = request.shared();

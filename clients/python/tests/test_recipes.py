@@ -67,3 +67,30 @@ def test_a_name_is_one_kind_at_a_time(client: leasehold.Client) -> None:
     with client.lease(ttl=10) as lease:
         with pytest.raises(ValueError, match="cannot be combined"):
             lease.lock(unique("x"), limit=2, shared=True)
+
+
+def test_a_big_ask_is_not_overtaken_by_later_small_ones(client: leasehold.Client) -> None:
+    name = unique("big")
+    with client.lease(ttl=10) as a, client.lease(ttl=10) as b, client.lease(ttl=10) as c:
+        one = a.lock(name, limit=3).acquire()
+        granted: List[int] = []
+
+        def ask_for_three() -> None:
+            with b.lock(name, limit=3, permits=3, wait=20) as big:
+                granted.append(big.fence())
+
+        thread = threading.Thread(target=ask_for_three)
+        thread.start()
+
+        # Two permits are free, but the big ask waits first: a small one is busy.
+        def small_refused() -> Optional[bool]:
+            try:
+                c.lock(name, limit=3).acquire().release()
+                return None
+            except leasehold.Busy:
+                return True
+
+        wait_for("a small ask to be refused behind the big one", 10, small_refused)
+        one.release()
+        thread.join(timeout=20)
+        assert granted and granted[0] > one.token

@@ -83,8 +83,20 @@ impl From<Error> for CliError {
         };
         CliError {
             reason,
-            ..CliError::new(exit_for(&error), error.to_string())
+            ..CliError::new(exit_for(&error), cli_sentence(&error))
         }
+    }
+}
+
+/// The error's sentence as a shell user acts on it: the library's, except
+/// where it names a library call (a busy name's hint is the `--wait` flag).
+fn cli_sentence(error: &Error) -> String {
+    match error {
+        Error::Busy { name, holder_token } => {
+            let held = holder_token.map_or("held".to_owned(), |t| format!("held under token {t}"));
+            format!("{name} is busy ({held}); pass --wait DURATION to queue for it")
+        }
+        other => other.to_string(),
     }
 }
 
@@ -128,6 +140,20 @@ impl From<anyhow::Error> for CliError {
 mod tests {
     use super::*;
     use leasehold_client::{LeaseId, Token};
+
+    #[test]
+    fn a_busy_name_hints_at_the_flag_not_the_library_call() {
+        let busy = Error::Busy {
+            name: "db/slots".into(),
+            holder_token: Some(Token(4)),
+        };
+        let cli = CliError::from(busy);
+        assert_eq!(
+            cli.message,
+            "db/slots is busy (held under token 4); pass --wait DURATION to queue for it"
+        );
+        assert_eq!(cli.reason, "Busy");
+    }
 
     #[test]
     fn every_error_has_its_exit_code() {

@@ -74,7 +74,11 @@ fn t250_a_semaphore_runs_at_most_n_and_a_killed_holder_frees_its_permit_after_it
         "true",
     ]);
     third.expect_code(3);
-    assert!(third.stderr.contains("sem/slots"), "{}", third.stderr);
+    assert!(
+        third.stderr.contains("sem/slots is busy") && third.stderr.contains("--wait"),
+        "{}",
+        third.stderr
+    );
     // Another size for the same name is refused, naming both.
     let resized = server.cli(&["acquire", "sem/slots", "--limit", "3"]);
     resized.expect_code(2);
@@ -82,6 +86,15 @@ fn t250_a_semaphore_runs_at_most_n_and_a_killed_holder_frees_its_permit_after_it
         resized.stderr.contains("has 2 permits, not 3"),
         "{}",
         resized.stderr
+    );
+
+    // More permits than the semaphore has is refused, naming its size.
+    let too_many = server.cli(&["acquire", "sem/slots", "--limit", "2", "--permits", "3"]);
+    too_many.expect_code(2);
+    assert!(
+        too_many.stderr.contains("outside 1..=2"),
+        "{}",
+        too_many.stderr
     );
 
     let waiting = [

@@ -63,6 +63,7 @@ class Lease:
         limit: Optional[int] = None,
         shared: bool = False,
         exclusive: bool = False,
+        permits: int = 1,
     ) -> LockRequest:
         """Starts acquiring ``name`` under this lease.
 
@@ -74,13 +75,15 @@ class Lease:
         ``async with``, cancel the task at the loss (default).
 
         At most one of these makes ``name`` something other than a lock:
-        ``limit=N``, one of N permits of a semaphore (at most N holders at
-        once); ``shared=True``, a read-write lock as a reader, beside other
+        ``limit=N``, ``permits`` (default 1) of the N permits of a semaphore
+        (a big ask is never overtaken by later small ones); ``shared=True``, a read-write lock as a reader, beside other
         readers; ``exclusive=True``, a read-write lock as its writer, alone.
         Grants are first come, first served, each with its own token, and
         the guard is a lock's (``fence()``, ``lost``, ``release()``)."""
         given = {"limit": limit is not None, "shared": shared, "exclusive": exclusive}
         chosen = [flag for flag, set_ in given.items() if set_]
+        if permits != 1 and limit is None:
+            raise ValueError("permits applies to a semaphore: give limit=N with it")
         if len(chosen) > 1:
             raise ValueError(
                 f"{' and '.join(chosen)} cannot be combined: a name is one of a lock,"
@@ -95,6 +98,7 @@ class Lease:
             "limit": limit,
             "shared": shared,
             "exclusive": exclusive,
+            "permits": permits,
         }
         return LockRequest(self, name, options, cancel_on_loss)
 

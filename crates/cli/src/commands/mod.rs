@@ -157,6 +157,10 @@ pub struct HoldFlags {
     #[arg(long, value_name = "N", value_parser = permits_limit,
           conflicts_with_all = ["shared", "exclusive", "lock_delay", "max_hold", "metadata"])]
     pub limit: Option<u32>,
+    /// With --limit: hold K of the semaphore's N permits (default 1). A big
+    /// ask is never overtaken by later smaller ones.
+    #[arg(long, value_name = "K", requires = "limit", value_parser = permits_limit)]
+    pub permits: Option<u32>,
     /// Hold a read-write lock as a reader, beside other readers.
     #[arg(long, conflicts_with_all = ["exclusive", "lock_delay", "max_hold", "metadata"])]
     pub shared: bool,
@@ -165,13 +169,15 @@ pub struct HoldFlags {
     pub exclusive: bool,
 }
 
-/// A semaphore's size: 1 to `PERMITS_MAX`.
+/// A semaphore's size, or how many of its permits to hold: 1 to
+/// `PERMITS_MAX` (a count above the size is refused by the server, naming
+/// both).
 fn permits_limit(raw: &str) -> Result<u32, String> {
     let max = leasehold_core::limits::PERMITS_MAX;
     match raw.parse::<u32>() {
         Ok(n) if (1..=max).contains(&n) => Ok(n),
         _ => Err(format!(
-            "--limit {raw} is not a number of permits from 1 to {max} (PERMITS_MAX)"
+            "{raw} is not a number of permits from 1 to {max} (PERMITS_MAX)"
         )),
     }
 }
@@ -181,7 +187,7 @@ impl HoldFlags {
     pub fn options(&self, wait: Duration, fenced: bool) -> LockOptions {
         let mut options = LockOptions::default().wait(wait).fenced(fenced);
         if let Some(permits) = self.limit {
-            options = options.semaphore(permits, 1);
+            options = options.semaphore(permits, self.permits.unwrap_or(1));
         }
         if self.shared {
             options = options.shared();
