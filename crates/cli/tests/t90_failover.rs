@@ -25,7 +25,7 @@
 mod common;
 
 use common::cluster::workload::{hold_kept, watch, Shape, Watch, Workload};
-use common::cluster::{one_at_a_time, Cluster};
+use common::cluster::{one_at_a_time, runtime, Cluster};
 use common::{phase, u64_of, wait_for};
 use leasehold_client::{CancellationToken, Client, Error, Lease, LockGuard};
 use std::sync::{Arc, Mutex};
@@ -79,14 +79,6 @@ const LOAD_LIMIT: Duration = Duration::from_secs(25);
 const KEPT_TTL: Duration = Duration::from_secs(10);
 const KEPT_INTERVAL: Duration = Duration::from_secs(1);
 const KEPT_LOCK: &str = "failover/kept";
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
 
 /// Kills the leader and polls the survivors until one reports a leader
 /// other than `old` at a term above `old_term`. Returns when it killed, and

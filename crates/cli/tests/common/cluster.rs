@@ -487,3 +487,13 @@ impl Drop for Cluster {
         }
     }
 }
+
+/// A runtime for library clients a cluster test runs beside the cluster
+/// (the test's own thread drives the cluster with the blocking helpers).
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
