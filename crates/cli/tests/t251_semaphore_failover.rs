@@ -43,8 +43,9 @@ fn t251_a_semaphore_keeps_its_grants_and_its_queue_across_a_failover() {
     let second = cluster.ok_json(&acquire);
     let before = grants(&cluster);
     assert_eq!(before.len(), 2, "{before:?}");
-    // The waiter is the library's, as `t90`'s: a CLI `acquire --wait`
-    // queued across a leader kill gives up (see the note of this session).
+    // The waiter is the library's, as `t90`'s, which rides through a
+    // failover; the one-shot `acquire --wait` fails fast (exit 5) when its
+    // server dies, by design (README, exit codes).
     let endpoints = cluster.endpoint_list();
     let rt = runtime();
     let (sender, granted) = std::sync::mpsc::channel();
