@@ -230,6 +230,12 @@ fn holding_only(lock: &LockInfo, token: u64) -> LockInfo {
     }
 }
 
+/// The shortest lease ttl among `lock`'s holder or grants (`None`: free).
+pub fn shortest_ttl_ms(lock: &LockInfo) -> Option<u64> {
+    let holders = lock.holder.iter().chain(&lock.holders);
+    holders.map(|holder| holder.lease_ttl_ms).min()
+}
+
 /// How to free the hold of `holder` on `lock` now: a lock is
 /// force-released, a grant's lease revoked.
 fn free_now(lock: &LockInfo, holder: &Holder) -> String {
@@ -403,8 +409,7 @@ fn starving(seen: &Observed, limits: &Thresholds) -> Option<(Vec<String>, String
     let lock = seen.second;
     // A semaphore's or read-write lock's queue waits on every grant: the
     // shortest lease among them sets the bound.
-    let holders = lock.holder.iter().chain(&lock.holders);
-    let ttl_ms = holders.map(|holder| holder.lease_ttl_ms).min()?;
+    let ttl_ms = shortest_ttl_ms(lock)?;
     let head = lock.waiters.first()?;
     let waited = ms_between(head.since_unix_ms, seen.now_unix_ms);
     let bound = ttl_ms.saturating_mul(limits.starve_ttls);

@@ -23,21 +23,9 @@ impl State {
         a.validate()?;
         let (lease, request_id) = (a.lease, a.request_id.clone());
         self.once(lease, request_id, |state| {
-            state.check_not_pool(&a.name)?;
+            state.check_kind(&a.name, None)?;
             state.acquire_fresh(a, at_unix_ms, effects)
         })
-    }
-
-    /// Refuses to acquire `name` as a lock while it is a semaphore or a
-    /// read-write lock.
-    fn check_not_pool(&self, name: &LockName) -> Result<(), LockError> {
-        match self.pools.get(name) {
-            Some(pool) => Err(LockError::invalid(
-                "name",
-                format!("{name} is {} that is held or waited for now, not a lock: acquire it as what it is, or use another name", pool.kind),
-            )),
-            None => Ok(()),
-        }
     }
 
     /// `acquire` for a request not seen before.

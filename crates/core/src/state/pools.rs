@@ -37,31 +37,36 @@ impl State {
         a.validate()?;
         let (lease, request_id) = (a.lease, a.request_id.clone());
         self.once(lease, request_id, |state| {
-            state.check_pool_use(&a.name, a.ask)?;
+            state.check_kind(&a.name, Some(a.ask))?;
             state.acquire_permits_fresh(a, at_unix_ms, effects)
         })
     }
 
-    /// Refuses an ask of `name` as `ask` while the name is a lock, a pool
-    /// of another kind, or a semaphore of another size.
-    fn check_pool_use(&self, name: &LockName, ask: PermitAsk) -> Result<(), LockError> {
-        if self.locks.contains_key(name) {
-            let reason = format!("{name} is a lock that is held or waited for now, not {}: acquire it as a lock, or use another name", ask.kind());
-            return Err(LockError::invalid("name", reason));
-        }
-        let Some(pool) = self.pools.get(name) else {
-            return Ok(());
+    /// Refuses to acquire `name` as `asked` (a lock: `None`) while it is
+    /// something else: a lock, a pool of another kind, or a semaphore of
+    /// another size. The one check both kinds of acquire make.
+    pub(super) fn check_kind(
+        &self,
+        name: &LockName,
+        asked: Option<PermitAsk>,
+    ) -> Result<(), LockError> {
+        let pool = self.pools.get(name);
+        let is = match pool {
+            Some(pool) => pool.kind.to_string(),
+            None if self.locks.contains_key(name) => "a lock".to_owned(),
+            None => return Ok(()),
         };
-        if pool.kind != ask.kind() {
+        let wanted = asked.map_or("a lock".to_owned(), |ask| ask.kind().to_string());
+        if is != wanted {
             let reason = format!(
-                "{name} is {} now, not {}: ask for it as what it is, or use another name",
-                pool.kind,
-                ask.kind()
+                "{name} is {is} now, not {wanted}: ask for it as what it is, or use another name"
             );
             return Err(LockError::invalid("name", reason));
         }
-        match ask {
-            PermitAsk::Semaphore { permits, .. } if permits != pool.permits.permits() => {
+        match (pool, asked) {
+            (Some(pool), Some(PermitAsk::Semaphore { permits, .. }))
+                if permits != pool.permits.permits() =>
+            {
                 let has = pool.permits.permits();
                 let reason = format!("semaphore {name} has {has} permits, not {permits}: ask with a limit of {has}, or use another name");
                 Err(LockError::invalid("permits", reason))

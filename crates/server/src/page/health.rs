@@ -31,8 +31,7 @@ fn lookback_ms(ttl_ms: u64) -> u64 {
 pub fn health(lock: &pb::LockInfo, failed: &[pb::FailedRelease], now_unix_ms: i64) -> Value {
     // A semaphore's or read-write lock's grants share one lookback: the
     // shortest lease's, so none of them expires within it.
-    let holders = lock.holder.iter().chain(&lock.holders);
-    let ttl_ms = holders.map(|holder| holder.lease_ttl_ms).min().unwrap_or(0);
+    let ttl_ms = diagnose::shortest_ttl_ms(lock).unwrap_or(0);
     let elapsed_ms = lookback_ms(ttl_ms);
     let first = earlier(lock, elapsed_ms, now_unix_ms);
     let seen = Observed {
