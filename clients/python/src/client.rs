@@ -122,6 +122,17 @@ impl Client {
         })
     }
 
+    /// The leader of election `name` as `(lease, token, owner, value)`, or
+    /// `None`. Delivers that.
+    fn leader(&self, name: String) -> Call {
+        crate::election::leader(self.client.clone(), name)
+    }
+
+    /// Follows election `name`. Delivers an `Observer`.
+    fn observe(&self, name: String) -> Call {
+        crate::election::observe(self.client.clone(), name)
+    }
+
     /// The endpoint in use now.
     fn endpoint(&self) -> String {
         self.client.endpoint()

@@ -17,15 +17,18 @@ pub struct Guard {
     guard: Mutex<Option<LockGuard>>,
     handle: LockHandle,
     lost: Loss,
+    /// The client the lock was acquired through, for `proclaim`.
+    client: leasehold_client::Client,
 }
 
 impl Guard {
-    pub fn new(guard: LockGuard) -> Guard {
+    pub fn new(guard: LockGuard, client: leasehold_client::Client) -> Guard {
         let handle = guard.handle();
         Guard {
             lost: Loss::new(Watched::Lock(handle.clone())),
             handle,
             guard: Mutex::new(Some(guard)),
+            client,
         }
     }
 
@@ -74,6 +77,20 @@ impl Guard {
     fn fence(&self, py: Python<'_>) -> PyResult<u64> {
         self.lost.check(py)?;
         Ok(self.handle.token().0)
+    }
+
+    /// Leading an election: sets its value (raises `LockLost` if the lead
+    /// is already lost here). Delivers the revision.
+    fn proclaim(&self, py: Python<'_>, value: String) -> PyResult<Call> {
+        let token = self.fence(py)?;
+        let (lease, name) = (self.handle.lease_id().0, self.handle.name().clone());
+        Ok(crate::election::proclaim(
+            self.client.clone(),
+            lease,
+            name,
+            token,
+            value,
+        ))
     }
 
     /// Releases the lock. Delivers `(status, holder_token, nearby)`.

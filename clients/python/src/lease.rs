@@ -110,9 +110,10 @@ impl Lease {
         for (key, value) in metadata {
             request = request.metadata(key, value);
         }
+        let client = self.live()?.client().clone();
         Ok(spawn(async move {
             deliver(request.acquire().await, |py, guard| {
-                plain(py, Guard::new(guard))
+                plain(py, Guard::new(guard, client))
             })
         }))
     }

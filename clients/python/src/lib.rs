@@ -12,12 +12,14 @@
 //! Files: `call.rs` (an operation in flight), `client.rs`, `lease.rs`,
 //! `guard.rs` (the three objects), `loss.rs` (watching for a loss),
 //! `errors.rs` (Rust errors as `leasehold.errors` exceptions, one table),
-//! `convert.rs` (seconds and outcomes across the boundary), `fence.rs`
+//! `convert.rs` (seconds and outcomes across the boundary), `election.rs`
+//! (who leads, observing it, proclaiming), `fence.rs`
 //! (the fencing adapters' SQL, Lua and key layout, shared with Rust's).
 
 mod call;
 mod client;
 mod convert;
+mod election;
 mod errors;
 mod fence;
 mod guard;
@@ -39,6 +41,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<lease::Lease>()?;
     module.add_class::<guard::Guard>()?;
     module.add_class::<loss::Loss>()?;
+    module.add_class::<election::Observer>()?;
     fence::register(module)?;
     Ok(())
 }

@@ -33,7 +33,7 @@ pub enum Exit {
     /// `NotLeader` with no reachable leader, or no reply within `--timeout`.
     /// Retrying later may help.
     Unavailable = 5,
-    /// 6: `leasehold lock`: the lock was lost while the command ran (the
+    /// 6: `leasehold lock` (and `elect`): the lock (the lead) was lost while the command ran (the
     /// command's process group got SIGTERM, then SIGKILL after `--grace`).
     LockLost = 6,
     /// 7: permission: the server answered `PermissionDenied` (the principal

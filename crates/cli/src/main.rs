@@ -51,7 +51,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use commands::{
     acquire, fenced, force_release, get, lease, lock, ls, member, release, serve, status, Global,
 };
-use commands::{audit, auth, diagnose, drill, events};
+use commands::{audit, auth, diagnose, drill, elect, events};
 use error::CliError;
 use exit::Exit;
 use std::process::ExitCode;
@@ -77,6 +77,9 @@ enum Command {
     },
     /// Runs a command while holding a lock; stops it if the lock is lost.
     Lock(lock::LockArgs),
+    /// Leader election: campaigns and runs a command while leading (stops
+    /// it if the lead is lost), or observes who leads.
+    Elect(elect::ElectArgs),
     /// Acquires a lock once (granting a fresh lease unless --lease) and exits.
     Acquire(acquire::AcquireArgs),
     /// Releases a lock held by (lease, token).
@@ -199,6 +202,7 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
     let global = &cli.global;
     match cli.command {
         Command::Lock(args) => return lock::run(args, global).await,
+        Command::Elect(args) => return elect::run(args, global).await,
         Command::Diagnose(args) => return diagnose::run(args, global).await,
         Command::Drill(args) => return drill::run(args, global).await,
         _ => {}
@@ -210,7 +214,7 @@ async fn run(cli: Cli) -> Result<u8, CliError> {
 
 async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
     match command {
-        Command::Lock(_) => unreachable!("handled by run"),
+        Command::Lock(_) | Command::Elect(_) => unreachable!("handled by run"),
         Command::Serve(args) => serve::run(args).await,
         Command::Lease { cmd } => lease::run(cmd, global).await,
         Command::Acquire(args) => acquire::run(args, global).await,

@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::lease::{Hold, Lease, LeaseInner, LeaseState};
 use crate::loss::{LockLost, LossCause};
 use crate::release::{send_release, ReleaseOutcome};
-use leasehold_core::{LeaseId, LockName, Token};
+use leasehold_core::{LeaseId, LockName, Revision, Token};
 use std::ops::Deref;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -145,6 +145,18 @@ impl LockGuard {
     /// A copy for the work (see [`LockHandle`]).
     pub fn handle(&self) -> LockHandle {
         self.handle.clone()
+    }
+
+    /// Leading an election (the lock was acquired as a campaign,
+    /// [`Lease::campaign`]): sets its value, which observers see. Fails
+    /// with [`Error::Lost`] if the lead is already lost here, and with
+    /// `NotHolder` if the server says another leads.
+    pub async fn proclaim(&self, value: &str) -> Result<Revision, Error> {
+        let token = self.fence()?;
+        let client = &self.lease.client;
+        client
+            .proclaim(self.lease.state.id, &self.handle.name, token, value)
+            .await
     }
 
     /// Releases the lock and says what the server found. `Err` only if the

@@ -107,6 +107,7 @@ pub use leasehold_core::{FencedKey, LeaseId, Reason, Revision, Token};
 pub use loss::{LockLost, LossCause};
 pub use name::{IntoLockName, LockName};
 pub use ops::cluster::{ADD_MEMBER_WAIT_MAX, REMOVE_MEMBER_WAIT_MAX};
+pub use ops::election::LeaderStream;
 pub use ops::events::{EventStream, EventsQuery};
 pub use ops::fenced::FencedValue;
 pub use ops::force::{ForceRelease, ForceReleased};

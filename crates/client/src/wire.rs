@@ -6,11 +6,11 @@
 //! it. Re-exported here so a caller needs no dependency on the generated
 //! protocol crate.
 
-pub use leasehold_proto::json::{event_json, owner_json};
+pub use leasehold_proto::json::{event_json, leader_change_json, owner_json};
 pub use leasehold_proto::v1::{
     AuditRecord, AuthChangeResponse, AuthStatusResponse, CreateTokenResponse, EndedHold, Event,
     FailedRelease, ForceReleaseRecord, GetLockResponse, HeldLock, Holder, IncidentsResponse,
-    LeaseInfo, ListLocksResponse, ListRolesResponse, ListTokensResponse, ListUsersResponse,
-    LockInfo, LockKind, Member, MembershipResponse, OwnerInfo, ResponseHeader, RoleInfo, RoleRule,
-    StatusResponse, TokenInfo, UserInfo, Waiter,
+    Leader, LeaderChange, LeaseInfo, ListLocksResponse, ListRolesResponse, ListTokensResponse,
+    ListUsersResponse, LockInfo, LockKind, Member, MembershipResponse, OwnerInfo, ResponseHeader,
+    RoleInfo, RoleRule, StatusResponse, TokenInfo, UserInfo, Waiter,
 };

@@ -163,6 +163,9 @@ pub enum Command {
     /// them (released with `Release`, as a lock is). Appended last so older
     /// entries still decode.
     AcquirePermits(AcquirePermits),
+    /// The leader of an election (the holder of its lock) replaces its
+    /// value. Appended last so older entries still decode.
+    Proclaim(crate::Proclaim),
 }
 
 impl Command {
@@ -175,6 +178,7 @@ impl Command {
             }
             Command::Acquire(acquire) => acquire.validate(),
             Command::AcquirePermits(acquire) => acquire.validate(),
+            Command::Proclaim(proclaim) => proclaim.validate(),
             Command::FencedPut { value, .. } => crate::fenced::check_fenced_value(value),
             Command::ForceRelease { reason, caller, .. } => check_force(reason, caller),
             Command::Auth(change) => change.validate(),
@@ -212,6 +216,7 @@ impl Command {
         match self {
             Command::Acquire(a) => a.name.as_str().to_owned(),
             Command::AcquirePermits(a) => a.name.as_str().to_owned(),
+            Command::Proclaim(p) => p.name.as_str().to_owned(),
             Command::Release { name, .. } | Command::ForceRelease { name, .. } => {
                 name.as_str().to_owned()
             }
@@ -286,7 +291,7 @@ pub(crate) fn check_text(field: &str, value: &str, limit: Limit) -> Result<(), L
     Ok(())
 }
 
-fn check_map(field: &str, map: &BTreeMap<String, String>) -> Result<(), LockError> {
+pub(crate) fn check_map(field: &str, map: &BTreeMap<String, String>) -> Result<(), LockError> {
     if map.len() > limits::LABELS_MAX {
         return Err(LockError::over_limit(
             field,

@@ -36,6 +36,7 @@ pub mod auth;
 pub mod command;
 mod compact_text;
 mod dedup;
+pub mod election;
 mod error;
 mod fenced;
 mod holdings_digest;
@@ -60,6 +61,7 @@ mod wait_queue;
 mod wait_set;
 
 pub use command::{Acquire, Command, OwnerInfo};
+pub use election::Proclaim;
 pub use error::LockError;
 pub use fenced::{check_fenced_value, FencedEntry, FencedKey};
 pub use holdings_digest::{holdings_digest, NO_HOLDS_DIGEST};

@@ -58,6 +58,9 @@ pub enum Reply {
     AuthChanged,
     /// An audit entry was appended as record `seq`.
     Audited { seq: u64 },
+    /// The leader holding an election under `token` set its value.
+    /// Appended last so stored replies still decode.
+    Proclaimed { token: Token },
 }
 
 /// Why a holder stopped holding a lock.
@@ -141,6 +144,9 @@ pub enum Effect {
         max_hold_ms: u64,
         /// The lease's owner name, for the log and the event.
         owner: String,
+        /// The holder's election value (its metadata entry
+        /// [`crate::election::VALUE_KEY`]), for the event and observers.
+        value: Option<String>,
     },
     /// The holder `lease` with `token` stopped holding `name`.
     LockFreed {
@@ -219,5 +225,15 @@ pub enum Effect {
         name: LockName,
         lease: LeaseId,
         wait_ms: u64,
+    },
+    /// The leader of `name` (its holder `lease` under `token`) set its
+    /// election value to `value`.
+    Proclaimed {
+        name: LockName,
+        lease: LeaseId,
+        token: Token,
+        value: String,
+        /// The lease's owner name, for the event.
+        owner: String,
     },
 }

@@ -19,6 +19,7 @@
 //! no-op timers do not bump.
 
 mod auth_apply;
+mod election;
 mod fenced;
 mod force;
 mod grant_requests;
@@ -36,6 +37,8 @@ mod test_support;
 mod tests_auth;
 #[cfg(test)]
 mod tests_copies;
+#[cfg(test)]
+mod tests_election;
 #[cfg(test)]
 mod tests_fenced;
 #[cfg(test)]
@@ -207,6 +210,7 @@ impl State {
             } => Ok(self.cancel_wait(lease, &name, timed_out, at_unix_ms, effects)),
             Command::TimeOutWaits { waits } => Ok(self.time_out_waits(&waits, at_unix_ms, effects)),
             Command::AcquirePermits(acquire) => self.acquire_permits(acquire, at_unix_ms, effects),
+            Command::Proclaim(proclaim) => self.proclaim(proclaim, effects),
             Command::EndLockDelay { name, token } => {
                 Ok(self.end_lock_delay(&name, token, at_unix_ms, effects))
             }

@@ -166,6 +166,47 @@ fn check_holders(state: &State) {
     }
 }
 
+/// (7) only the leader of the current epoch sets an election's value, and
+/// an accepted proclaim changes that value and nothing else of the lock.
+fn check_proclaim(
+    before: &State,
+    after: &State,
+    command: &Command,
+    applied: &Applied,
+    bumped: bool,
+) {
+    let Command::Proclaim(p) = command else {
+        return;
+    };
+    let holder = |state: &State| {
+        let lock = state.lock(&p.name)?;
+        lock.holder.clone()
+    };
+    match &applied.outcome {
+        Ok(Reply::Proclaimed { token }) if bumped => {
+            assert_eq!(*token, p.token);
+            let (was, now) = (
+                holder(before).expect("a leader"),
+                holder(after).expect("a leader"),
+            );
+            assert_eq!(
+                (was.lease, was.token),
+                (p.lease, p.token),
+                "a non-leader proclaimed"
+            );
+            assert_eq!(now.metadata.get("value"), Some(&p.value));
+            assert_eq!(
+                (now.lease, now.token, now.acquired_unix_ms),
+                (was.lease, was.token, was.acquired_unix_ms)
+            );
+        }
+        // A refusal, or the replay of an earlier request's outcome under
+        // the same id (the generator reuses ids across kinds): no change.
+        _ if !bumped => {}
+        other => panic!("a proclaim changed the state and replied {other:?}"),
+    }
+}
+
 /// Runs `ops`, checking every property after each step; returns the
 /// commands and what they produced.
 fn run(ops: &[Op]) -> (State, Vec<Command>, Vec<Applied>) {
@@ -196,6 +237,7 @@ fn run(ops: &[Op]) -> (State, Vec<Command>, Vec<Applied>) {
         }
         model.observe(&command, &applied, bumped);
         model.observe_fenced(&before, &state, &command, &applied, bumped);
+        check_proclaim(&before, &state, &command, &applied, bumped);
         model.check_queues(&state);
         check_holders(&state);
         check_lease_end(&before, &state, &command, &applied);

@@ -4,7 +4,7 @@
 //! Objects come out with their keys sorted (`serde_json`'s map), so the
 //! output is stable.
 
-use crate::v1::{Event, OwnerInfo};
+use crate::v1::{Event, LeaderChange, OwnerInfo};
 use serde_json::{json, Value};
 
 /// An event as JSON: every wire field, `kind` by its stable name.
@@ -21,7 +21,22 @@ pub fn event_json(event: &Event) -> Value {
         "key": event.key,
         "highest_token": event.highest_token,
         "highest_lock": event.highest_lock,
+        "value": event.value,
     })
+}
+
+/// An election's leader after a change, as JSON: `leader` is `null` when
+/// nobody leads.
+pub fn leader_change_json(change: &LeaderChange) -> Value {
+    let leader = change.leader.as_ref().map(|leader| {
+        json!({
+            "lease": leader.lease,
+            "token": leader.token,
+            "owner": leader.owner,
+            "value": leader.value,
+        })
+    });
+    json!({ "leader": leader, "revision": change.revision })
 }
 
 /// A lease's owner as JSON.

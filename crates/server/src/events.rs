@@ -43,6 +43,8 @@ pub enum EventKind {
     /// membership change (`detail` says which and why; force releases are
     /// `ForceReleased` events).
     Audit,
+    /// An election's leader set its value.
+    Proclaimed,
 }
 
 impl EventKind {
@@ -57,6 +59,7 @@ impl EventKind {
             EventKind::ReleaseFailed => "release-failed",
             EventKind::FencedPutRefused => "fenced-put-refused",
             EventKind::Audit => "audit",
+            EventKind::Proclaimed => "proclaimed",
         }
     }
 }
@@ -92,6 +95,8 @@ pub struct LockEvent {
     pub highest_token: u64,
     /// A refused fenced put: the lock whose holder wrote the highest token.
     pub highest_lock: String,
+    /// A grant or a proclaim: the holder's election value (empty if none).
+    pub value: String,
 }
 
 /// The log position and proposer's time of the command an event comes from.
@@ -145,6 +150,7 @@ impl LockEvent {
             key: String::new(),
             highest_token: 0,
             highest_lock: String::new(),
+            value: String::new(),
         }
     }
 }
@@ -168,13 +174,23 @@ fn cause_words(cause: FreeCause) -> String {
 
 /// The event sink: what the hub routes here becomes a [`LockEvent`].
 impl EventLog {
-    /// A lease got a lock (`from_queue`: a waiter was granted).
-    pub fn lock_granted(&self, at: Stamp, about: About, from_queue: bool) {
+    /// A lease got a lock (`from_queue`: a waiter was granted), with its
+    /// election value if it gave one.
+    pub fn lock_granted(&self, at: Stamp, about: About, from_queue: bool, value: Option<&str>) {
         let detail = match from_queue {
             true => "granted from the queue".into(),
             false => String::new(),
         };
-        self.record(LockEvent::new(at, EventKind::Acquired, about, detail));
+        let mut event = LockEvent::new(at, EventKind::Acquired, about, detail);
+        event.value = value.unwrap_or_default().to_owned();
+        self.record(event);
+    }
+
+    /// An election's leader set its value.
+    pub fn proclaimed(&self, at: Stamp, about: About, value: &str) {
+        let mut event = LockEvent::new(at, EventKind::Proclaimed, about, String::new());
+        event.value = value.to_owned();
+        self.record(event);
     }
 
     /// A lock was freed.
@@ -325,6 +341,7 @@ mod tests {
             key: String::new(),
             highest_token: 0,
             highest_lock: String::new(),
+            value: String::new(),
         }
     }
 

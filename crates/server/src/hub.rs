@@ -99,6 +99,16 @@ impl ApplyHub {
             Effect::ReleaseFailed { .. } => self.release_failed(at, effect),
             Effect::FencedPutRefused { .. } => self.fenced_put_refused(at, effect),
             Effect::Audited(record) => self.sinks.events.audited(at, record),
+            Effect::Proclaimed {
+                name,
+                lease,
+                token,
+                value,
+                owner,
+            } => {
+                let about = about(name, *lease, owner, *token);
+                self.sinks.events.proclaimed(at, about, value);
+            }
             // Deadlines only: the timers took them above.
             Effect::LockDelayStarted { .. } | Effect::WaiterQueued { .. } => {}
         }
@@ -113,6 +123,7 @@ impl ApplyHub {
             token,
             from_queue,
             owner,
+            value,
             ..
         } = effect
         else {
@@ -129,7 +140,10 @@ impl ApplyHub {
             telemetry::lock_granted(name, *lease, owner, *token, *from_queue);
         }
         let about = about(name, *lease, owner, *token);
-        self.sinks.events.lock_granted(at, about, *from_queue);
+        let value = value.as_deref();
+        self.sinks
+            .events
+            .lock_granted(at, about, *from_queue, value);
     }
 
     /// A free: end the hold's time, count and log it, file it by prefix
@@ -256,6 +270,9 @@ impl ApplyListener for ApplyHub {
             for effect in &outcome.effects {
                 self.effect(at, effect);
             }
+            self.sinks
+                .leaders
+                .command_applied(at.revision, &outcome.effects);
         }
         telemetry::revision(state.revision().0);
         if index == replayed_until {
@@ -311,6 +328,7 @@ mod tests {
             from_queue: false,
             max_hold_ms: 0,
             owner: owner.into(),
+            value: None,
         };
         let freed = |token, forced| Effect::LockFreed {
             name: name.clone(),

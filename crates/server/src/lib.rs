@@ -43,6 +43,7 @@ pub mod hold_stats;
 mod http;
 pub mod hub;
 pub mod identity;
+pub mod leaders;
 pub mod log_lines;
 mod metrics;
 pub mod open_files;

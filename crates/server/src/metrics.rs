@@ -49,6 +49,10 @@ const COUNTERS: &[(&str, &str)] = &[
     ),
     ("leasehold_releases_total", "Releases applied successfully."),
     (
+        "leasehold_proclaims_total",
+        "Election values set by their leaders (Proclaim).",
+    ),
+    (
         "leasehold_keepalives_total",
         "Keep-alives applied successfully.",
     ),

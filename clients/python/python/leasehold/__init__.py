@@ -25,6 +25,7 @@ highest it has accepted): ``leasehold.fence.postgres`` and
 
 from leasehold._native import __version__
 from leasehold.client import DEFAULT_ENDPOINT, Client, Holder
+from leasehold.election import Leader, LeaderChange, Observer
 from leasehold.errors import (
     AlreadyHeld,
     Busy,
@@ -58,6 +59,9 @@ __all__ = [
     "DEFAULT_ENDPOINT",
     "Client",
     "Holder",
+    "Leader",
+    "LeaderChange",
+    "Observer",
     "Lease",
     "LeaseRequest",
     "Guard",

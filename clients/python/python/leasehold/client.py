@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 from leasehold import _native, _wait
+from leasehold.election import Leader, Observer, leader_of
 from leasehold.lease import LeaseRequest
 from leasehold.lock import Lock
 
@@ -121,6 +122,22 @@ class Client:
         """:meth:`holder` for asyncio."""
         found = await _wait.result_async(self._native.holder(name))
         return None if found is None else Holder(*found)
+
+    def leader(self, election: str) -> Optional[Leader]:
+        """Who leads ``election`` now (``None``: nobody)."""
+        return leader_of(_wait.result(self._native.leader(election)))
+
+    async def leader_async(self, election: str) -> Optional[Leader]:
+        """:meth:`leader` for asyncio."""
+        return leader_of(await _wait.result_async(self._native.leader(election)))
+
+    def observe(self, election: str) -> Observer:
+        """Follows ``election``: its leader now, then every change."""
+        return Observer(_wait.result(self._native.observe(election)))
+
+    async def observe_async(self, election: str) -> Observer:
+        """:meth:`observe` for asyncio."""
+        return Observer(await _wait.result_async(self._native.observe(election)))
 
 
 def _settings(

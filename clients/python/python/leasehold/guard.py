@@ -53,6 +53,20 @@ class Guard:
         """The lease that holds the lock."""
         return self._native.lease_id
 
+    def proclaim(self, value: str) -> int:
+        """Leading an election (acquired with :meth:`Lease.campaign
+        <leasehold.Lease.campaign>`): sets its value, which observers see.
+        Raises :class:`~leasehold.errors.LockLost` if the lead is already
+        lost, :class:`~leasehold.errors.NotHolder` if another leads.
+        Returns the revision."""
+        revision: int = _wait.result(self._native.proclaim(value))
+        return revision
+
+    async def proclaim_async(self, value: str) -> int:
+        """:meth:`proclaim` for asyncio."""
+        revision: int = await _wait.result_async(self._native.proclaim(value))
+        return revision
+
     def fence(self) -> int:
         """The fencing token if the lock is still ours *now*; raises
         :class:`~leasehold.errors.LockLost` once it is not. Pass the token

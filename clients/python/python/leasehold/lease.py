@@ -102,6 +102,32 @@ class Lease:
         }
         return LockRequest(self, name, options, cancel_on_loss)
 
+    def campaign(
+        self,
+        election: str,
+        value: str,
+        *,
+        wait: float = 0.0,
+        fenced: bool = False,
+        lock_delay: Optional[float] = None,
+        cancel_on_loss: bool = True,
+    ) -> LockRequest:
+        """Starts a campaign to lead ``election`` with ``value`` (what
+        observers read: an address, an id). Campaigns wait their turn first
+        come, first served (``wait`` seconds; 0 fails at once with
+        :class:`~leasehold.errors.Busy` while another leads). The guard
+        leads: its token is the epoch, :meth:`Guard.proclaim
+        <leasehold.Guard.proclaim>` changes the value, releasing resigns.
+        ``lock_delay``: if this lease expires, nobody leads for this long."""
+        return self.lock(
+            election,
+            wait=wait,
+            fenced=fenced,
+            lock_delay=lock_delay,
+            metadata={"value": value},
+            cancel_on_loss=cancel_on_loss,
+        )
+
     def revoke(self) -> List[str]:
         """Ends the lease now, releasing its locks; returns their names."""
         if self._revoked is None:

@@ -155,7 +155,7 @@ fn stream_failed(error: Error) -> CliError {
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.
-async fn stop_signal() {
+pub(super) async fn stop_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     match signal(SignalKind::terminate()) {
         Ok(mut term) => {
@@ -247,6 +247,9 @@ pub fn event_line(event: &Event, columns: &Columns) -> String {
                 &event.highest_lock
             },
         ));
+    }
+    if !event.value.is_empty() {
+        line.push_str(&format!(" value={:?}", event.value));
     }
     if !event.detail.is_empty() {
         line.push_str(&format!("  {}", event.detail));

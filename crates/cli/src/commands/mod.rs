@@ -7,6 +7,7 @@ pub mod audit;
 pub mod auth;
 pub mod diagnose;
 pub mod drill;
+pub mod elect;
 pub mod events;
 pub mod fenced;
 pub mod force_release;
@@ -141,7 +142,7 @@ pub fn lock_name(raw: &str) -> Result<LockName, CliError> {
 
 /// How a lock is held, beyond wait and fencing: the flags `acquire` and
 /// `lock` share.
-#[derive(clap::Args, Debug, Clone)]
+#[derive(clap::Args, Debug, Clone, Default)]
 pub struct HoldFlags {
     /// After this holder's lease expires, keep the lock unavailable this long.
     #[arg(long, value_parser = crate::duration::parse)]

@@ -139,9 +139,24 @@ impl Lease {
         self.inner.state.cancellation().child_token()
     }
 
+    /// The client the lease was granted through.
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
     /// Starts acquiring `name` under this lease: set options, then `.acquire().await`.
     pub fn lock(&self, name: impl IntoLockName) -> LockRequest {
         LockRequest::new(self.clone(), name)
+    }
+
+    /// Starts a campaign to lead `election` with `value` (what observers
+    /// read: an address, an id): an acquire that carries the value. Set
+    /// how long to wait (`.wait(..)`: campaigns queue first come, first
+    /// served), then `.acquire().await`; the guard leads, its token is the
+    /// epoch, [`LockGuard::proclaim`] changes the value, releasing resigns.
+    pub fn campaign(&self, election: impl IntoLockName, value: impl Into<String>) -> LockRequest {
+        self.lock(election)
+            .metadata(leasehold_core::election::VALUE_KEY, value)
     }
 
     /// Ends the lease now, releasing every lock it holds; returns their

@@ -13,7 +13,7 @@
 //! revoke, describe), [`locks`] (acquire and release by lease id, get,
 //! list), [`force`] (break-glass release and the incident record),
 //! [`fenced`] (the built-in fenced store), [`cluster`] (status and
-//! membership), [`events`] (what happened to locks, as a stream), [`auth`]
+//! membership), [`election`] (who leads, following it, proclaiming), [`events`] (what happened to locks, as a stream), [`auth`]
 //! (roles, users, tokens, the audit trail).
 //!
 //! Mutations return what the caller needs to act on, typed (a [`Token`],
@@ -25,6 +25,7 @@
 
 pub mod auth;
 pub mod cluster;
+pub mod election;
 pub mod events;
 pub mod fenced;
 pub mod force;

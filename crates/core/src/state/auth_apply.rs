@@ -100,6 +100,10 @@ impl State {
                 auth.check(principal, Verb::Lock, a.name.as_str())?;
                 self.check_owner(principal, a.lease)
             }
+            Command::Proclaim(p) => {
+                auth.check(principal, Verb::Lock, p.name.as_str())?;
+                self.check_owner(principal, p.lease)
+            }
             Command::FencedPut { lock, token, .. } => {
                 auth.check(principal, Verb::Lock, lock.as_str())?;
                 match self.holder_lease(lock, *token) {

@@ -5,6 +5,7 @@
 
 use super::{FailedRelease, State};
 use crate::auth::QuotaKind;
+use crate::election::VALUE_KEY;
 use crate::lock::term_ms;
 use crate::outcome::{FreeCause, WaitEndCause};
 use crate::{
@@ -106,6 +107,7 @@ impl State {
     /// Grants a lock that is not in the table (free) to `a.lease`.
     fn grant_free(&mut self, a: Acquire, at_unix_ms: u64, effects: &mut Vec<Effect>) -> Reply {
         let token = self.bump();
+        let value = a.metadata.get(VALUE_KEY).cloned();
         let holder = Holder {
             lease: a.lease,
             token,
@@ -131,6 +133,7 @@ impl State {
             from_queue: false,
             max_hold_ms: a.max_hold_ms,
             owner: row.owner.owner().to_owned(),
+            value,
         });
         Reply::Acquired {
             token,
@@ -450,6 +453,7 @@ impl State {
             self.locks.remove(name);
             return;
         };
+        let value = waiter.metadata.get(VALUE_KEY).cloned();
         lock.holder = Some(Holder {
             lease: waiter.lease,
             token,
@@ -476,6 +480,7 @@ impl State {
             from_queue: true,
             max_hold_ms: u64::from(waiter.max_hold_ms),
             owner: row.owner.owner().to_owned(),
+            value,
         });
     }
 }

@@ -295,6 +295,7 @@ fn granted(
         from_queue,
         max_hold_ms: 0,
         owner: owner.to_string(),
+        value: None,
     }
 }
 

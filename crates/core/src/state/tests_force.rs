@@ -80,6 +80,7 @@ fn the_right_token_frees_the_lock_and_the_waiter_gets_a_higher_token() {
                 from_queue: true,
                 max_hold_ms: 0,
                 owner: String::new(),
+                value: None,
             },
         ]
     );

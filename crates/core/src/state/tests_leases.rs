@@ -271,6 +271,7 @@ fn revoke_releases_holds_hands_over_and_leaves_queues() {
                 from_queue: true,
                 max_hold_ms: 0,
                 owner: String::new(),
+                value: None,
             },
             Effect::LeaseEnded {
                 lease: a,

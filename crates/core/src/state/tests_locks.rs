@@ -27,6 +27,7 @@ fn acquire_grants_a_free_lock_with_the_revision_as_token() {
             from_queue: false,
             max_hold_ms: 0,
             owner: String::new(),
+            value: None,
         }]
     );
     let again = acquire(&mut state, a, "jobs/nightly", 0);
@@ -88,6 +89,7 @@ fn held_lock_is_busy_or_queues_fifo() {
                 from_queue: true,
                 max_hold_ms: 0,
                 owner: String::new(),
+                value: None,
             },
         ]
     );

@@ -93,6 +93,7 @@ fn delayed_lock_is_busy_but_queues_then_goes_to_the_head(
         from_queue: true,
         max_hold_ms: 0,
         owner: String::new(),
+        value: None,
     };
     assert_eq!(ended.effects, vec![granted]);
     assert_eq!(state.delayed_locks().count(), 0);

@@ -77,6 +77,14 @@ pub enum Op {
         right_token: bool,
         revoke: bool,
     },
+    /// A leader's proclaim of a new value for `lock` (an election); with
+    /// `right_token` the holder's token (if held), else one below it.
+    Proclaim {
+        slot: usize,
+        lock: usize,
+        right_token: bool,
+        request: Option<u8>,
+    },
 }
 
 /// Fenced-store keys: few, so holders of different locks share them.
@@ -100,18 +108,22 @@ pub fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(slot, lock, right_token, request)| {
                 Op::Release { slot, lock, right_token, request }
             }),
-        1 => (slot, lock.clone()).prop_map(|(slot, lock)| Op::Cancel { slot, lock }),
+        1 => (slot.clone(), lock.clone()).prop_map(|(slot, lock)| Op::Cancel { slot, lock }),
         1 => lock.clone().prop_map(|lock| Op::TimeOutWaits { lock }),
         1 => (lock.clone(), proptest::bool::weighted(0.8))
             .prop_map(|(lock, right)| Op::EndDelay { lock, right }),
         1 => (lock.clone(), proptest::bool::weighted(0.8))
             .prop_map(|(lock, right)| Op::EndHold { lock, right }),
-        3 => (lock.clone(), 0..KEYS.len(), proptest::bool::weighted(0.8), request)
+        3 => (lock.clone(), 0..KEYS.len(), proptest::bool::weighted(0.8), request.clone())
             .prop_map(|(lock, key, right_token, request)| {
                 Op::FencedPut { lock, key, right_token, request }
             }),
-        1 => (lock, proptest::bool::weighted(0.8), any::<bool>())
+        1 => (lock.clone(), proptest::bool::weighted(0.8), any::<bool>())
             .prop_map(|(lock, right_token, revoke)| Op::ForceRelease { lock, right_token, revoke }),
+        2 => (slot, lock, proptest::bool::weighted(0.8), request)
+            .prop_map(|(slot, lock, right_token, request)| {
+                Op::Proclaim { slot, lock, right_token, request }
+            }),
     ]
 }
 
@@ -171,6 +183,18 @@ pub fn to_command(op: &Op, state: &State, slots: &[LeaseId; SLOTS], step: usize)
             token: presented(holder_token(lock), right_token),
             request_id: request_id(request, step),
         },
+        Op::Proclaim {
+            slot,
+            lock,
+            right_token,
+            request,
+        } => Command::Proclaim(leasehold_core::Proclaim {
+            lease: slots[slot],
+            name: name(lock),
+            token: presented(holder_token(lock), right_token),
+            value: format!("v{step}"),
+            request_id: request_id(request, step),
+        }),
         Op::Cancel { slot, lock } => Command::CancelWait {
             lease: slots[slot],
             name: name(lock),

@@ -135,6 +135,7 @@ pub(crate) fn event_to_wire(event: &LockEvent) -> Event {
         key: event.key.clone(),
         highest_token: event.highest_token,
         highest_lock: event.highest_lock.clone(),
+        value: event.value.clone(),
     }
 }
 
@@ -161,6 +162,7 @@ mod tests {
             key: String::new(),
             highest_token: 0,
             highest_lock: String::new(),
+            value: String::new(),
         }
     }
 

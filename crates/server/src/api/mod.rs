@@ -21,6 +21,8 @@ mod keep_alive;
 mod keepalive_stream;
 pub(crate) mod list;
 mod list_leases;
+mod observe;
+mod proclaim;
 pub mod propose;
 mod read;
 mod release;

@@ -202,6 +202,20 @@ impl Proposal<()> {
     }
 }
 
+impl Proposal<Token> {
+    /// The leader of `proclaim.name` (holding it under `proclaim.token`)
+    /// sets its election value (`proclaim` already validated).
+    pub fn proclaim(proclaim: leasehold_core::Proclaim) -> Self {
+        Proposal {
+            command: Command::Proclaim(proclaim),
+            reply: |reply| match reply {
+                Reply::Proclaimed { token } => Ok(token),
+                other => Err(other),
+            },
+        }
+    }
+}
+
 impl Proposal<WaitEnded> {
     /// Take `lease` out of `name`'s queue (`timed_out`: its wait ran out).
     pub fn cancel_wait(lease: LeaseId, name: LockName, timed_out: bool) -> Self {

@@ -14,6 +14,8 @@ use super::incidents::incidents;
 use super::keep_alive::keep_alive;
 use super::list::list;
 use super::list_leases::list_leases;
+use super::observe::{observe, ObserveStream};
+use super::proclaim::proclaim;
 use super::release::release;
 use super::revoke::revoke;
 use super::stream::AnswerStream;
@@ -28,8 +30,9 @@ use leasehold_proto::v1::{
     FencedPutRequest, FencedPutResponse, ForceReleaseRequest, ForceReleaseResponse,
     GetLeaseRequest, GetLeaseResponse, GetLockRequest, GetLockResponse, GrantRequest,
     GrantResponse, IncidentsRequest, IncidentsResponse, KeepAliveRequest, KeepAliveResponse,
-    ListLeasesRequest, ListLeasesResponse, ListLocksRequest, ListLocksResponse, ReleaseRequest,
-    ReleaseResponse, RevokeRequest, RevokeResponse, SessionRequest, SessionResponse,
+    ListLeasesRequest, ListLeasesResponse, ListLocksRequest, ListLocksResponse, ObserveRequest,
+    ProclaimRequest, ProclaimResponse, ReleaseRequest, ReleaseResponse, RevokeRequest,
+    RevokeResponse, SessionRequest, SessionResponse,
 };
 use std::sync::Arc;
 use tonic::{Request, Response, Status, Streaming};
@@ -87,6 +90,16 @@ impl Lock for LockApi {
         let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         Ok(Response::new(
             release(&self.node, &caller, request.into_inner()).await?,
+        ))
+    }
+
+    async fn proclaim(
+        &self,
+        request: Request<ProclaimRequest>,
+    ) -> Result<Response<ProclaimResponse>, Status> {
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
+        Ok(Response::new(
+            proclaim(&self.node, &caller, request.into_inner()).await?,
         ))
     }
 
@@ -249,5 +262,16 @@ impl Watch for WatchApi {
             &caller,
             request.into_inner(),
         )?))
+    }
+
+    type ObserveStream = ObserveStream;
+
+    async fn observe(
+        &self,
+        request: Request<ObserveRequest>,
+    ) -> Result<Response<Self::ObserveStream>, Status> {
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
+        let stream = observe(&self.node, &caller, request.into_inner()).await?;
+        Ok(Response::new(stream))
     }
 }

@@ -11,7 +11,9 @@
 //! - [`holders`]: since when each current holder holds, on this node's clock;
 //! - [`crate::hold_stats`]: finished holds by prefix, for `diagnose`;
 //! - [`crate::ended_holds`]: holds the server ended while their lease lived;
-//! - [`crate::samples`]: per-interval counts for the live page's charts.
+//! - [`crate::samples`]: per-interval counts for the live page's charts;
+//! - [`crate::leaders`]: each election's leader, command by command, for
+//!   observers.
 //!
 //! [`Sinks`] bundles one handle to each; the hub and the API's `Node` share
 //! the same bundle, so each is reachable one way.
@@ -25,6 +27,7 @@ use crate::clock::Clock;
 use crate::ended_holds::EndedHolds;
 use crate::events::EventLog;
 use crate::hold_stats::HoldStats;
+use crate::leaders::LeaderWatch;
 use crate::samples::Samples;
 use crate::timers::Timers;
 use crate::waiters::Waiters;
@@ -53,6 +56,8 @@ pub struct Sinks {
     /// Grants, releases, expiries and keep-alive margins per interval, for
     /// the live page's charts.
     pub samples: Arc<Samples>,
+    /// Leader changes of elections, for `Watch.Observe`.
+    pub leaders: Arc<LeaderWatch>,
 }
 
 impl Sinks {
@@ -67,6 +72,7 @@ impl Sinks {
             events: Arc::new(EventLog::new()),
             holds: Arc::new(HoldStats::default()),
             ended: Arc::new(EndedHolds::default()),
+            leaders: Arc::new(LeaderWatch::default()),
         }
     }
 }

@@ -21,6 +21,7 @@ pub fn outcome(applied: &Applied) {
     match &applied.outcome {
         Ok(Reply::Released) => metrics::counter!("leasehold_releases_total").increment(1),
         Ok(Reply::KeptAlive { .. }) => metrics::counter!("leasehold_keepalives_total").increment(1),
+        Ok(Reply::Proclaimed { .. }) => metrics::counter!("leasehold_proclaims_total").increment(1),
         Ok(_) => {}
         Err(error) => {
             let reason = error.reason().label();

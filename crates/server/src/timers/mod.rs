@@ -217,6 +217,7 @@ impl Timers {
                 }
                 Effect::ReleaseFailed { .. }
                 | Effect::FencedPutRefused { .. }
+                | Effect::Proclaimed { .. }
                 | Effect::Audited(_) => {}
             }
             None
