@@ -118,6 +118,27 @@ impl Lease {
         }))
     }
 
+    /// Acquires every lock of `names` under this lease, all or none,
+    /// waiting up to `wait` seconds. Delivers a `Guard` per lock, in order.
+    #[pyo3(signature = (names, wait=0.0, fenced=false))]
+    fn acquire_all(&self, names: Vec<String>, wait: f64, fenced: bool) -> PyResult<Call> {
+        let lease = self.live()?;
+        let client = lease.client().clone();
+        let request = lease
+            .lock_all(names)
+            .wait(seconds("wait")(wait)?)
+            .fenced(fenced);
+        Ok(spawn(async move {
+            deliver(request.acquire().await, move |py, guards| {
+                let guards: Vec<Guard> = guards
+                    .into_iter()
+                    .map(|guard| Guard::new(guard, client.clone()))
+                    .collect();
+                plain(py, guards)
+            })
+        }))
+    }
+
     /// Ends the lease now, releasing its locks. Delivers their names
     /// (none if the server had already ended it).
     fn revoke(&self) -> Call {

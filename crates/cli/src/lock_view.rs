@@ -197,7 +197,15 @@ pub fn lock_human(lock: &LockInfo, now_unix_ms: i64, indent: &str) -> String {
             "holder: none (lock delay, {} left)",
             approx(lock.lock_delay_remaining_ms)
         )],
-        None => vec!["holder: none".to_owned()],
+        // A free lock that is still listed is kept for the waiter at its
+        // head, which waits for several locks at once.
+        None => match lock.waiters.first() {
+            Some(head) => vec![format!(
+                "holder: none (kept for lease {}, which waits for it and other locks at once)",
+                head.lease
+            )],
+            None => vec!["holder: none".to_owned()],
+        },
     };
     if lock.prefix_holds > 0 {
         lines.push(format!(

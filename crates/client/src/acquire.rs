@@ -200,12 +200,7 @@ impl LockRequest {
         if let Err(cause) = state.check() {
             return Err(Error::Lost(state.lost_error(Some(&name), cause)));
         }
-        state.begin_acquire(&name)?;
-        let mut pending = Pending {
-            state: state.clone(),
-            name: name.clone(),
-            settled: false,
-        };
+        let mut pending = Pending::begin(&state, &name)?;
         let options = self.options;
         let sent = state.clock.now();
         let outcome = tokio::select! {
@@ -219,10 +214,7 @@ impl LockRequest {
         let token = match outcome {
             Ok(token) => token,
             Err(error) => {
-                pending.settle(!matches!(
-                    error,
-                    Error::Busy { .. } | Error::WaitTimeout { .. } | Error::InvalidArgument { .. }
-                ));
+                pending.settle(may_have_been_granted(&error));
                 return Err(error.about(name.as_str()));
             }
         };
@@ -237,17 +229,40 @@ impl LockRequest {
     }
 }
 
+/// Whether an acquire that failed with `error` may still have been granted
+/// (the server's answer was lost, or the lease was lost meanwhile): then
+/// reconciliation releases what the server may hold for it.
+pub(crate) fn may_have_been_granted(error: &Error) -> bool {
+    !matches!(
+        error,
+        Error::Busy { .. } | Error::WaitTimeout { .. } | Error::InvalidArgument { .. }
+    )
+}
+
 /// An acquire's registration; if the acquire ends without a guard, the
 /// name is forgotten (and, if the server may have granted it,
 /// reconciliation is asked for).
-struct Pending {
+pub(crate) struct Pending {
     state: Arc<LeaseState>,
     name: LockName,
-    settled: bool,
+    pub(crate) settled: bool,
 }
 
 impl Pending {
-    fn settle(&mut self, uncertain: bool) {
+    /// Registers the acquire of `name` with the lease (`AlreadyHeld` if a
+    /// guard of it holds or acquires it).
+    pub(crate) fn begin(state: &Arc<LeaseState>, name: &LockName) -> Result<Pending, Error> {
+        state.begin_acquire(name)?;
+        Ok(Pending {
+            state: state.clone(),
+            name: name.clone(),
+            settled: false,
+        })
+    }
+
+    /// The acquire ended without a guard; `uncertain`: the server may
+    /// have granted it.
+    pub(crate) fn settle(&mut self, uncertain: bool) {
         self.settled = true;
         self.state.forget(&self.name, uncertain);
     }

@@ -79,7 +79,7 @@ fn from_known(reason: Reason, message: String, d: &ErrorDetail) -> (Error, Retry
             },
         },
         Reason::Busy => Error::Busy {
-            name: String::new(),
+            name: d.name.clone(),
             holder_token: token,
         },
         Reason::NotHolder => Error::NotHolder {

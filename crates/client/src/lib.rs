@@ -72,6 +72,7 @@
 //! [`metrics`] (the client-side metric names).
 
 mod acquire;
+mod acquire_set;
 mod answered;
 pub mod backoff;
 mod call;
@@ -98,6 +99,7 @@ pub mod wire;
 mod with_lock;
 
 pub use acquire::{LockOptions, LockRequest};
+pub use acquire_set::LockSetRequest;
 pub use answered::answered_by;
 pub use client::Client;
 pub use error::Error;
@@ -112,6 +114,7 @@ pub use ops::events::{EventStream, EventsQuery};
 pub use ops::fenced::FencedValue;
 pub use ops::force::{ForceRelease, ForceReleased};
 pub use ops::lease::{Granted, Renewal};
+pub use ops::lock_set::AcquiredAll;
 pub use ops::locks::Acquired;
 pub use ops::Consistency;
 pub use options::{ClientOptions, Transport};

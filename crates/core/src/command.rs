@@ -166,6 +166,10 @@ pub enum Command {
     /// The leader of an election (the holder of its lock) replaces its
     /// value. Appended last so older entries still decode.
     Proclaim(crate::Proclaim),
+    /// Acquire several locks at once, all or none, or wait for all of them
+    /// as one waiter (see [`crate::lock_set`]). Appended last so older
+    /// entries still decode.
+    AcquireAll(crate::AcquireAll),
 }
 
 impl Command {
@@ -179,6 +183,7 @@ impl Command {
             Command::Acquire(acquire) => acquire.validate(),
             Command::AcquirePermits(acquire) => acquire.validate(),
             Command::Proclaim(proclaim) => proclaim.validate(),
+            Command::AcquireAll(acquire) => acquire.validate(),
             Command::FencedPut { value, .. } => crate::fenced::check_fenced_value(value),
             Command::ForceRelease { reason, caller, .. } => check_force(reason, caller),
             Command::Auth(change) => change.validate(),
@@ -217,6 +222,12 @@ impl Command {
             Command::Acquire(a) => a.name.as_str().to_owned(),
             Command::AcquirePermits(a) => a.name.as_str().to_owned(),
             Command::Proclaim(p) => p.name.as_str().to_owned(),
+            Command::AcquireAll(a) => a
+                .names
+                .iter()
+                .map(LockName::as_str)
+                .collect::<Vec<_>>()
+                .join(" "),
             Command::Release { name, .. } | Command::ForceRelease { name, .. } => {
                 name.as_str().to_owned()
             }

@@ -59,6 +59,8 @@ pub const FORCE_CALLER_BYTES_MAX: usize = 256;
 /// Permits of one semaphore; also a read-write lock's pool size, so the
 /// most readers that can share one.
 pub const PERMITS_MAX: u32 = 65_536;
+/// Locks one all-or-nothing acquire names.
+pub const LOCK_SET_MAX: usize = 64;
 /// Names suggested in a NoSuchLock error.
 pub const NEARBY_NAMES_MAX: usize = 3;
 /// Largest gRPC request message, in bytes.
@@ -219,6 +221,7 @@ limits! {
     RefusalsAuditedPerSecond => REFUSALS_AUDITED_PER_SECOND,
     DiskHeadroomBytes => DISK_HEADROOM_BYTES,
     PermitsMax => PERMITS_MAX,
+    LockSetMax => LOCK_SET_MAX,
 }
 
 impl fmt::Display for Limit {

@@ -61,6 +61,13 @@ pub enum Reply {
     /// The leader holding an election under `token` set its value.
     /// Appended last so stored replies still decode.
     Proclaimed { token: Token },
+    /// The caller holds every lock of the set it asked for, in its order,
+    /// under these tokens. Appended last so stored replies still decode.
+    AcquiredAll {
+        tokens: Vec<Token>,
+        /// The lease already held them all (a retry after the grant).
+        already_held: bool,
+    },
 }
 
 /// Why a holder stopped holding a lock.

@@ -26,9 +26,11 @@ mod grant_requests;
 mod lease_rows;
 mod leases;
 mod lock_rows;
+mod lock_sets;
 mod locks;
 mod pool_rows;
 mod pools;
+mod queue_leaves;
 mod stored;
 mod table_rows;
 #[cfg(test)]
@@ -45,6 +47,8 @@ mod tests_fenced;
 mod tests_force;
 #[cfg(test)]
 mod tests_leases;
+#[cfg(test)]
+mod tests_lock_sets;
 #[cfg(test)]
 mod tests_locks;
 #[cfg(test)]
@@ -136,6 +140,11 @@ pub struct State {
     /// The pools each lease holds or waits in (derived from `pools`).
     #[serde(skip)]
     pool_members: BTreeMap<LeaseId, BTreeSet<LockName>>,
+    /// The sets of locks leases wait for, all or nothing (their waiters
+    /// stand in each lock's queue). Stored after the pools in a snapshot
+    /// ([`State::stored_lock_sets`]), as the pools are, for the same reason.
+    #[serde(skip)]
+    lock_sets: OrdMap<LeaseId, Vec<LockName>>,
 }
 
 impl State {
@@ -211,6 +220,7 @@ impl State {
             Command::TimeOutWaits { waits } => Ok(self.time_out_waits(&waits, at_unix_ms, effects)),
             Command::AcquirePermits(acquire) => self.acquire_permits(acquire, at_unix_ms, effects),
             Command::Proclaim(proclaim) => self.proclaim(proclaim, effects),
+            Command::AcquireAll(acquire) => self.acquire_all(acquire, at_unix_ms, effects),
             Command::EndLockDelay { name, token } => {
                 Ok(self.end_lock_delay(&name, token, at_unix_ms, effects))
             }
@@ -424,10 +434,8 @@ impl State {
     /// first violation. O(state); for tests, simulations and snapshot loads,
     /// not for the apply path (which asserts the local, cheap ones).
     pub fn check_invariants(&self) -> Result<(), String> {
+        self.check_lock_sets()?;
         for (name, lock) in &self.locks {
-            if lock.holder.is_none() && lock.delay.is_none() {
-                return Err(format!("lock {name} has neither holder nor delay"));
-            }
             if lock.holder.is_some() && lock.delay.is_some() {
                 return Err(format!("lock {name} is held while delayed"));
             }

@@ -60,6 +60,16 @@ impl Model {
                 _ => {}
             }
         }
+        if let (Command::AcquireAll(a), Ok(Reply::Queued { .. }), true) =
+            (command, &applied.outcome, bumped)
+        {
+            for name in &a.names {
+                self.queues
+                    .entry(name.clone())
+                    .or_default()
+                    .push_back(a.lease);
+            }
+        }
         if let (Command::Acquire(a), Ok(Reply::Queued { position })) = (command, &applied.outcome) {
             let queue = self.queues.entry(a.name.clone()).or_default();
             if bumped {
@@ -207,6 +217,64 @@ fn check_proclaim(
     }
 }
 
+/// (8) several locks at once are all or nothing: a fresh grant of a set
+/// holds every lock of it, and a lease waiting for a set holds none of it.
+fn check_lock_sets(state: &State, command: &Command, applied: &Applied, bumped: bool) {
+    if let (Command::AcquireAll(a), Ok(Reply::AcquiredAll { tokens, .. }), true) =
+        (command, &applied.outcome, bumped)
+    {
+        for (name, token) in a.names.iter().zip(tokens) {
+            let holder = state.lock(name).and_then(|l| l.holder.clone());
+            assert_eq!(holder.map(|h| (h.lease, h.token)), Some((a.lease, *token)));
+        }
+    }
+    for (lease, names) in state.stored_lock_sets() {
+        let holds = state
+            .lease(lease)
+            .expect("a set's lease is live")
+            .holds
+            .clone();
+        assert!(
+            names.iter().all(|name| !holds.contains(name)),
+            "a waiting set holds part of itself"
+        );
+    }
+}
+
+/// (9) nothing deadlocks: releasing every holder and ending every delay,
+/// over and over, grants every waiter in turn (a set whole) until no lock
+/// is left.
+fn drain(mut state: State) {
+    for round in 0.. {
+        assert!(round < 64, "the locks did not drain: a deadlock");
+        let locks: Vec<_> = state
+            .locks()
+            .map(|l| l.to_lock())
+            .zip(state.locks().map(|l| l.name.clone()))
+            .collect();
+        if locks.is_empty() {
+            return;
+        }
+        for (lock, name) in locks {
+            let command = match (&lock.holder, &lock.delay) {
+                (Some(h), _) => Command::Release {
+                    lease: h.lease,
+                    name,
+                    token: h.token,
+                    request_id: None,
+                },
+                (None, Some(d)) => Command::EndLockDelay {
+                    name,
+                    token: d.token,
+                },
+                (None, None) => continue,
+            };
+            state.apply(command, 0);
+            state.check_invariants().unwrap();
+        }
+    }
+}
+
 /// Runs `ops`, checking every property after each step; returns the
 /// commands and what they produced.
 fn run(ops: &[Op]) -> (State, Vec<Command>, Vec<Applied>) {
@@ -238,6 +306,7 @@ fn run(ops: &[Op]) -> (State, Vec<Command>, Vec<Applied>) {
         model.observe(&command, &applied, bumped);
         model.observe_fenced(&before, &state, &command, &applied, bumped);
         check_proclaim(&before, &state, &command, &applied, bumped);
+        check_lock_sets(&state, &command, &applied, bumped);
         model.check_queues(&state);
         check_holders(&state);
         check_lease_end(&before, &state, &command, &applied);
@@ -265,8 +334,11 @@ proptest! {
         prop_assert_eq!(&replayed, &applied);
         // Snapshots: the state survives a postcard round trip unchanged.
         let bytes = postcard::to_allocvec(&state).unwrap();
-        let restored: State = postcard::from_bytes(&bytes).unwrap();
+        let mut restored: State = postcard::from_bytes(&bytes).unwrap();
+        let sets = postcard::to_allocvec(&state.stored_lock_sets()).unwrap();
+        restored.restore_lock_sets(postcard::from_bytes(&sets).unwrap());
         prop_assert_eq!(&restored, &state);
+        drain(state.clone());
         let bytes = postcard::to_allocvec(&applied).unwrap();
         let restored: Vec<Applied> = postcard::from_bytes(&bytes).unwrap();
         prop_assert_eq!(restored, applied);

@@ -5,12 +5,12 @@ releasing every lock it still holds."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Generator, List, Mapping, Optional, Sequence
 
 from leasehold import _native, _wait
 from leasehold._scope import _ending, _ending_async
 from leasehold.errors import LockLost
-from leasehold.guard import LockRequest
+from leasehold.guard import Guard, LockRequest
 from leasehold.loss import LossEvent
 
 if TYPE_CHECKING:
@@ -127,6 +127,22 @@ class Lease:
             metadata={"value": value},
             cancel_on_loss=cancel_on_loss,
         )
+
+    def acquire_all(self, names: Sequence[str], *, wait: float = 0.0, fenced: bool = False) -> List[Guard]:
+        """Acquires every lock of ``names`` at once, all or none (no order
+        of names can deadlock), waiting up to ``wait`` seconds for all of
+        them as one waiter; raises :class:`~leasehold.errors.Busy` or
+        :class:`~leasehold.errors.WaitTimeout` if they are not had. Returns
+        a guard per lock, in order (each released on its own)."""
+        natives = _wait.result(self._native.acquire_all(list(names), wait, fenced))
+        return [Guard(native) for native in natives]
+
+    async def acquire_all_async(
+        self, names: Sequence[str], *, wait: float = 0.0, fenced: bool = False
+    ) -> List[Guard]:
+        """:meth:`acquire_all` for asyncio; cancelling the task cancels the wait."""
+        natives = await _wait.result_async(self._native.acquire_all(list(names), wait, fenced))
+        return [Guard(native) for native in natives]
 
     def revoke(self) -> List[str]:
         """Ends the lease now, releasing its locks; returns their names."""

@@ -5,6 +5,8 @@
 //! That lease's owner is the invoking process (`--owner-pid` to name
 //! another), and its label `leasehold.acquired-for` names the lock, so that
 //! `release` of the lock revokes it too.
+//!
+//! Several names take them all at once, all or none (`acquire_set.rs`).
 
 use super::{lock_name, Global, HoldFlags};
 use crate::duration;
@@ -20,8 +22,9 @@ use std::time::Duration;
 /// `leasehold acquire`
 #[derive(clap::Args, Debug)]
 pub struct AcquireArgs {
-    /// The lock name.
-    pub name: String,
+    /// The lock name. Several names take them all at once, all or none.
+    #[arg(required = true, value_name = "NAME")]
+    pub names: Vec<String>,
     /// Ttl of the fresh lease granted for this lock (default 10s).
     #[arg(long, value_parser = duration::ttl, conflicts_with = "lease")]
     pub ttl: Option<Duration>,
@@ -53,7 +56,10 @@ const DEFAULT_TTL: Duration = Duration::from_secs(10);
 
 /// Runs `acquire`.
 pub async fn run(args: AcquireArgs, global: &Global) -> Result<(), CliError> {
-    let name = lock_name(&args.name)?;
+    if args.names.len() > 1 {
+        return super::acquire_set::run(args, global).await;
+    }
+    let name = lock_name(&args.names[0])?;
     let client = global.client().await?;
     let (lease, fresh_ttl) = match args.lease {
         Some(lease) => (LeaseId(lease), None),
@@ -68,7 +74,7 @@ pub async fn run(args: AcquireArgs, global: &Global) -> Result<(), CliError> {
     let options = args.hold.options(args.wait, args.fenced);
     let outcome = tokio::select! {
         outcome = client.acquire(lease, &name, &options) => outcome.map_err(CliError::from),
-        _ = tokio::signal::ctrl_c() => Err(CliError::new(Exit::Interrupted, format!("interrupted while acquiring {}; nothing is held", args.name))),
+        _ = tokio::signal::ctrl_c() => Err(CliError::new(Exit::Interrupted, format!("interrupted while acquiring {name}; nothing is held"))),
     };
     let acquired = match outcome {
         Ok(acquired) => acquired,

@@ -77,7 +77,7 @@ pub async fn run(args: ElectArgs, global: &Global) -> Result<u8, CliError> {
     let value = args.value.expect("clap requires --value to campaign");
     leasehold_core::election::check_value(&value).map_err(leasehold_client::Error::from)?;
     let campaign = LockArgs {
-        name: args.name,
+        names: vec![args.name],
         ttl: args.ttl,
         wait: args.wait,
         fenced: args.fenced,

@@ -340,6 +340,7 @@ mod tests {
             "owner",
             "revision",
             "token",
+            "value",
         ];
         expected.sort_unstable();
         assert_eq!(keys, expected);

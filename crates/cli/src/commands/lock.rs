@@ -23,12 +23,15 @@ use leasehold_client::{Lease, LeaseId, LockGuard, LockLost, ReleaseOutcome};
 use std::ffi::OsString;
 use std::process::ExitStatus;
 use std::time::Duration;
+use tokio::sync::mpsc;
 
 /// `leasehold lock`
 #[derive(clap::Args, Debug)]
 pub struct LockArgs {
-    /// The lock to hold while the command runs.
-    pub name: String,
+    /// The lock to hold while the command runs. Several names take them
+    /// all at once, all or none (no order of names can deadlock).
+    #[arg(required = true, value_name = "NAME")]
+    pub names: Vec<String>,
     /// Ttl of the lease that holds the lock; it is renewed every ttl/3.
     #[arg(long, value_parser = duration::ttl, default_value = "10s", conflicts_with = "lease")]
     pub ttl: Duration,
@@ -59,7 +62,11 @@ pub struct LockArgs {
 
 /// Runs `lock`; returns the exit code.
 pub async fn run(args: LockArgs, global: &Global) -> Result<u8, CliError> {
-    let name = lock_name(&args.name)?;
+    let names = args
+        .names
+        .iter()
+        .map(|name| lock_name(name))
+        .collect::<Result<Vec<_>, _>>()?;
     if let Some(program) = args.command.first() {
         if let Err(error) = check_runnable(program) {
             eprintln!("error: {error}; the lock was not acquired");
@@ -77,42 +84,95 @@ pub async fn run(args: LockArgs, global: &Global) -> Result<u8, CliError> {
             lease.grant().await?
         }
     };
-    let guard = lease
-        .lock(name)
-        .options(args.hold.options(args.wait, args.fenced))
-        .acquire()
-        .await?;
-    let env = [
-        ("LEASEHOLD_LOCK".to_owned(), args.name.clone()),
-        ("LEASEHOLD_TOKEN".to_owned(), guard.token().0.to_string()),
-        ("LEASEHOLD_LEASE".to_owned(), lease.id().0.to_string()),
-    ];
-    let held = Held { guard, lease };
+    let guards = match <[_; 1]>::try_from(names) {
+        Ok([name]) => {
+            let options = args.hold.options(args.wait, args.fenced);
+            vec![lease.lock(name).options(options).acquire().await?]
+        }
+        Err(names) => {
+            args.hold.check_for_a_set()?;
+            let set = lease.lock_all(names).wait(args.wait).fenced(args.fenced);
+            set.acquire().await?
+        }
+    };
+    let env = variables(&guards, &lease);
+    let held = Held::new(guards, lease);
     if args.command.is_empty() {
         return hold_until_signal(held, &args, &env, global).await;
     }
     run_command(held, &args, &env, global).await
 }
 
-/// The lock and the lease it is held under, until `lock` lets go.
+/// The command's variables: `LEASEHOLD_LOCK` (the names, space
+/// separated), `LEASEHOLD_TOKEN` (the first lock's token: a set's locks
+/// share it), `LEASEHOLD_LEASE`, and for a set `LEASEHOLD_TOKENS` (`NAME=T`
+/// for each, space separated).
+fn variables(guards: &[LockGuard], lease: &Lease) -> Vec<(String, String)> {
+    let names: Vec<String> = guards.iter().map(|g| g.name().to_string()).collect();
+    let mut env = vec![
+        ("LEASEHOLD_LOCK".to_owned(), names.join(" ")),
+        (
+            "LEASEHOLD_TOKEN".to_owned(),
+            guards[0].token().0.to_string(),
+        ),
+        ("LEASEHOLD_LEASE".to_owned(), lease.id().0.to_string()),
+    ];
+    if guards.len() > 1 {
+        let tokens: Vec<String> = guards
+            .iter()
+            .map(|g| format!("{}={}", g.name(), g.token().0))
+            .collect();
+        env.push(("LEASEHOLD_TOKENS".to_owned(), tokens.join(" ")));
+    }
+    env
+}
+
+/// The locks and the lease they are held under, until `lock` lets go.
 struct Held {
-    guard: LockGuard,
+    guards: Vec<LockGuard>,
     lease: Lease,
+    /// The first loss of any of the locks (one watcher per lock).
+    losses: mpsc::Receiver<LockLost>,
 }
 
 impl Held {
-    /// The lock was lost: nothing here holds it any more, so stop renewing
-    /// the lease now (the keeper revokes a lease it granted), not after
-    /// the command's grace period.
+    fn new(guards: Vec<LockGuard>, lease: Lease) -> Held {
+        let (sender, losses) = mpsc::channel(guards.len());
+        for guard in &guards {
+            let (handle, sender) = (guard.handle(), sender.clone());
+            tokio::spawn(async move {
+                let _ending_is_fine = sender.send(handle.lost().await).await;
+            });
+        }
+        Held {
+            guards,
+            lease,
+            losses,
+        }
+    }
+
+    /// Resolves when any of the locks is lost.
+    async fn any_lost(&mut self) -> LockLost {
+        self.losses
+            .recv()
+            .await
+            .expect("a watcher per lock, kept by its guard")
+    }
+
+    /// A lock was lost: stop renewing the lease now (the keeper revokes a
+    /// lease it granted), not after the command's grace period; the other
+    /// locks go with it.
     fn lost(self) {
-        drop(self.guard);
+        drop(self.guards);
         drop(self.lease);
     }
 
-    /// Releases the lock, then revokes the lease if `lock` granted it (a
+    /// Releases the locks, then revokes the lease if `lock` granted it (a
     /// `--lease` is left to its ttl, as its owner expects).
     async fn let_go(self, args: &LockArgs, global: &Global) {
-        release(self.guard, &args.name).await;
+        for guard in self.guards {
+            release(guard).await;
+        }
         if args.lease.is_none() {
             // Bounded: a server that just went away must not delay our exit.
             let _ = tokio::time::timeout(global.timeout, self.lease.revoke()).await;
@@ -126,7 +186,7 @@ impl Held {
 /// listened for before the variables are printed: a script that reads them
 /// and then stops `lock` always gets the release.
 async fn hold_until_signal(
-    held: Held,
+    mut held: Held,
     args: &LockArgs,
     env: &[(String, String)],
     global: &Global,
@@ -142,7 +202,7 @@ async fn hold_until_signal(
     tokio::select! {
         _ = interrupt.recv() => {}
         _ = terminate.recv() => {}
-        lost = held.guard.lost() => {
+        lost = held.any_lost() => {
             eprintln!("error: {lost}");
             held.lost();
             return Ok(Exit::LockLost.code());
@@ -155,7 +215,7 @@ async fn hold_until_signal(
 /// Runs the command while the lock is held; its exit code, or 6 if the
 /// lock was lost (the command then stopped).
 async fn run_command(
-    held: Held,
+    mut held: Held,
     args: &LockArgs,
     env: &[(String, String)],
     global: &Global,
@@ -177,7 +237,7 @@ async fn run_command(
     let ended = loop {
         tokio::select! {
             biased;
-            lost = held.guard.lost() => break Ended::Lost(lost),
+            lost = held.any_lost() => break Ended::Lost(lost),
             status = child.wait() => break Ended::Exited(status),
             Some(signal) = signals.recv() => {
                 if let Err(error) = group.signal(signal) {
@@ -233,8 +293,9 @@ async fn stop_stragglers(child: &mut Supervised, grace: Duration) {
     }
 }
 
-/// Releases the lock, saying so when it was no longer ours.
-async fn release(guard: LockGuard, name: &str) {
+/// Releases a lock, saying so when it was no longer ours.
+async fn release(guard: LockGuard) {
+    let name = guard.name().to_string();
     match guard.release().await {
         Ok(ReleaseOutcome::Released) => {}
         Ok(other) => eprintln!(

@@ -3,6 +3,7 @@
 //! parses and dispatches.
 
 pub mod acquire;
+pub mod acquire_set;
 pub mod audit;
 pub mod auth;
 pub mod diagnose;
@@ -22,6 +23,7 @@ pub mod serve;
 pub mod status;
 
 use crate::error::CliError;
+use crate::exit::Exit;
 use leasehold_client::{Client, ClientOptions, Consistency, LockName, LockOptions, TlsOptions};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -206,6 +208,29 @@ impl HoldFlags {
             options = options.metadata(key.clone(), value.clone());
         }
         options
+    }
+
+    /// Refuses the flags a set of locks taken at once does not take (only
+    /// --wait and --fenced apply to all of them).
+    pub fn check_for_a_set(&self) -> Result<(), CliError> {
+        let given = [
+            ("--limit", self.limit.is_some()),
+            ("--shared", self.shared),
+            ("--exclusive", self.exclusive),
+            ("--lock-delay", self.lock_delay.is_some()),
+            ("--max-hold", self.max_hold.is_some()),
+            ("--metadata", !self.metadata.is_empty()),
+        ];
+        match given.iter().find(|(_, set)| *set) {
+            Some((flag, _)) => Err(CliError::new(
+                Exit::Usage,
+                format!(
+                    "{flag} applies to one lock; several names are taken as plain locks, all at \
+                     once (only --wait and --fenced apply to them): name one lock, or leave {flag} out"
+                ),
+            )),
+            None => Ok(()),
+        }
     }
 }
 

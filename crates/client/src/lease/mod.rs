@@ -26,6 +26,7 @@ pub use state::Renewed;
 use timing::LeaseTiming;
 
 use crate::acquire::LockRequest;
+use crate::acquire_set::LockSetRequest;
 use crate::error::Error;
 use crate::loss::{LockLost, LossCause};
 use crate::name::IntoLockName;
@@ -137,6 +138,13 @@ impl Lease {
     /// A token cancelled the moment the lease is lost.
     pub fn cancellation(&self) -> CancellationToken {
         self.inner.state.cancellation().child_token()
+    }
+
+    /// Starts acquiring several locks at once under this lease, all or
+    /// none (no order of names can deadlock): set the wait, then
+    /// `.acquire().await` for a guard per lock.
+    pub fn lock_all<N: IntoLockName>(&self, names: impl IntoIterator<Item = N>) -> LockSetRequest {
+        LockSetRequest::new(self.clone(), names)
     }
 
     /// The client the lease was granted through.

@@ -30,6 +30,7 @@ pub mod events;
 pub mod fenced;
 pub mod force;
 pub mod lease;
+pub mod lock_set;
 pub mod locks;
 
 use leasehold_core::Revision;

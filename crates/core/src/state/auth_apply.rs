@@ -100,6 +100,12 @@ impl State {
                 auth.check(principal, Verb::Lock, a.name.as_str())?;
                 self.check_owner(principal, a.lease)
             }
+            Command::AcquireAll(a) => {
+                for name in &a.names {
+                    auth.check(principal, Verb::Lock, name.as_str())?;
+                }
+                self.check_owner(principal, a.lease)
+            }
             Command::Proclaim(p) => {
                 auth.check(principal, Verb::Lock, p.name.as_str())?;
                 self.check_owner(principal, p.lease)

@@ -171,12 +171,24 @@ impl State {
         // One effect per wait and per held lock, at least: grown once, not
         // doubled ten times for a thousand locks.
         effects.reserve(row.waits.len() + row.holds.len() + 1);
+        self.forget_lock_set(lease);
         for name in &row.waits {
             self.drop_waiter(name, lease, &owner, wait_cause, effects);
         }
         for name in &row.holds {
             let ended = (lease, &owner, free_cause);
             self.free_by_lease_end(name, ended, at_unix_ms, effects);
+        }
+        // A lock a set of this lease kept (its head, with neither holder
+        // nor delay) goes to the next head.
+        for name in &row.waits {
+            let free = self
+                .locks
+                .get(name)
+                .map(|l| l.holder.is_none() && l.delay.is_none());
+            if free == Some(true) {
+                self.grant_next(name, at_unix_ms, effects);
+            }
         }
         let causes = (free_cause, wait_cause);
         let pools = self.end_pool_memberships((lease, &owner), causes, at_unix_ms, effects);
@@ -236,8 +248,8 @@ impl State {
     }
 
     /// Removes the ended `lease` from `name`'s queue (the lease row is
-    /// already gone). The lock keeps a holder or delay: a queue only forms
-    /// behind one.
+    /// already gone). A lock left with neither holder nor delay (a set of
+    /// this lease kept it) is granted on by the caller.
     fn drop_waiter(
         &mut self,
         name: &LockName,
@@ -254,7 +266,6 @@ impl State {
             before,
             "lease listed a wait it lacks"
         );
-        assert!(lock.holder.is_some() || lock.delay.is_some());
         effects.push(Effect::WaiterRemoved {
             name: name.clone(),
             lease,

@@ -1,13 +1,14 @@
-//! The lock half of `apply`: acquire (grant, busy or queue), release, leaving
-//! a queue, and the two lock timers (end of lock delay, end of max hold).
-//! Every path that frees a lock ends in `grant_next`, so the FIFO head is the
-//! only waiter ever granted.
+//! The lock half of `apply`: acquire (grant, busy or queue), release, and
+//! the two lock timers (end of lock delay, end of max hold); leaving a
+//! queue is `queue_leaves.rs`. Every path that frees a lock ends in
+//! `grant_next`, so the FIFO head is the only waiter ever granted (a set
+//! of locks only whole, `lock_sets.rs`).
 
 use super::{FailedRelease, State};
 use crate::auth::QuotaKind;
 use crate::election::VALUE_KEY;
 use crate::lock::term_ms;
-use crate::outcome::{FreeCause, WaitEndCause};
+use crate::outcome::FreeCause;
 use crate::{
     limits, nearby, Acquire, Effect, Holder, LeaseId, Lock, LockError, LockName, Outcome, Reply,
     RequestId, Token, WaitQueue, Waiter,
@@ -148,7 +149,8 @@ impl State {
             .locks
             .get_mut(&a.name)
             .expect("queue on a missing lock");
-        assert!(lock.holder.is_some() || lock.delay.is_some());
+        // Behind a holder, a delay, or a set that keeps the lock.
+        assert!(lock.holder.is_some() || lock.delay.is_some() || !lock.waiters.is_empty());
         lock.waiters.push_back(Waiter {
             lease: a.lease,
             since_unix_ms: at_unix_ms,
@@ -276,98 +278,6 @@ impl State {
         Ok(Reply::Released)
     }
 
-    /// Takes `lease` out of `name`'s queue, if it is there (a lock's, or a
-    /// semaphore's or read-write lock's, whose asks behind it may then be
-    /// granted).
-    pub(super) fn cancel_wait(
-        &mut self,
-        lease: LeaseId,
-        name: &LockName,
-        timed_out: bool,
-        at_unix_ms: u64,
-        effects: &mut Vec<Effect>,
-    ) -> Reply {
-        if self.leave_queue(lease, name, timed_out, effects) {
-            self.bump();
-            self.grant_waiting(name, at_unix_ms, effects);
-            return Reply::WaitEnded { holder_token: None };
-        }
-        if let Some(pool) = self.pools.get(name) {
-            let held = pool.permits.holds().iter().find(|h| h.lease == lease);
-            return Reply::WaitEnded {
-                holder_token: held.map(|h| h.token),
-            };
-        }
-        // Not queued: gone with its lease, or granted before this applied.
-        let lock = self.locks.get(name);
-        let holder = lock.and_then(|l| l.holder.as_ref());
-        Reply::WaitEnded {
-            holder_token: holder.filter(|h| h.lease == lease).map(|h| h.token),
-        }
-    }
-
-    /// Leader timer: each of `waits` ran out; those still queued leave
-    /// their queues, under one revision (none if none was queued: each
-    /// was granted, or ended with its lease, first).
-    pub(super) fn time_out_waits(
-        &mut self,
-        waits: &[(LeaseId, LockName)],
-        at_unix_ms: u64,
-        effects: &mut Vec<Effect>,
-    ) -> Reply {
-        let mut removed = Vec::new();
-        for (lease, name) in waits {
-            if self.leave_queue(*lease, name, true, effects) {
-                removed.push(name);
-            }
-        }
-        if !removed.is_empty() {
-            self.bump();
-        }
-        for name in removed {
-            self.grant_waiting(name, at_unix_ms, effects);
-        }
-        Reply::TimerApplied
-    }
-
-    /// Takes `lease` out of `name`'s queue without moving the revision;
-    /// whether it was queued.
-    fn leave_queue(
-        &mut self,
-        lease: LeaseId,
-        name: &LockName,
-        timed_out: bool,
-        effects: &mut Vec<Effect>,
-    ) -> bool {
-        let Some(row) = self.leases.get_mut(&lease) else {
-            // A lease that ended left every queue when it ended.
-            return false;
-        };
-        if !row.waits.remove(name) {
-            return self.leave_pool_queue(lease, name, timed_out, effects);
-        }
-        let owner = row.owner.owner().to_owned();
-        let principal = row.principal.clone();
-        self.auth.count(principal.as_ref(), |u| u.waiters -= 1);
-        let lock = self.locks.get_mut(name).expect("waited-for lock missing");
-        let before = lock.waiters.len();
-        lock.waiters.retain(|waiter| waiter.lease != lease);
-        assert_eq!(lock.waiters.len() + 1, before);
-        // A queue only forms behind a holder or a delay, which remain.
-        assert!(lock.holder.is_some() || lock.delay.is_some());
-        effects.push(Effect::WaiterRemoved {
-            name: name.clone(),
-            lease,
-            cause: if timed_out {
-                WaitEndCause::TimedOut
-            } else {
-                WaitEndCause::Cancelled
-            },
-            owner,
-        });
-        true
-    }
-
     /// Leader timer: the lock delay begun by the expiry of the holder with
     /// `token` is over; the head waiter gets the lock.
     pub(super) fn end_lock_delay(
@@ -447,12 +357,19 @@ impl State {
         effects: &mut Vec<Effect>,
     ) {
         let token = Token(self.revision.0);
-        let lock = self.locks.get_mut(name).expect("granting a missing lock");
+        let lock = self.locks.get(name).expect("granting a missing lock");
         assert!(lock.holder.is_none() && lock.delay.is_none());
-        let Some(waiter) = lock.waiters.pop_front() else {
+        let Some(head) = lock.waiters.front().map(|w| w.lease) else {
             self.locks.remove(name);
             return;
         };
+        if self.in_lock_set(head, name) {
+            // A set is granted whole, once it heads all its queues.
+            self.grant_set_if_ready(head, at_unix_ms, effects);
+            return;
+        }
+        let lock = self.locks.get_mut(name).expect("granting a missing lock");
+        let waiter = lock.waiters.pop_front().expect("a head");
         let value = waiter.metadata.get(VALUE_KEY).cloned();
         lock.holder = Some(Holder {
             lease: waiter.lease,

@@ -218,6 +218,14 @@ impl State {
         at_unix_ms: u64,
         effects: &mut Vec<Effect>,
     ) {
+        let free_lock = self
+            .locks
+            .get(name)
+            .map(|l| l.holder.is_none() && l.delay.is_none());
+        if free_lock == Some(true) {
+            // A lock a set kept that its head left: the next head's turn.
+            return self.grant_next(name, at_unix_ms, effects);
+        }
         let Some(mut pool) = self.pools.remove(name) else {
             return;
         };

@@ -77,6 +77,15 @@ pub enum Op {
         right_token: bool,
         revoke: bool,
     },
+    /// An all-or-nothing acquire of two locks, `lock` and the next, in
+    /// either order.
+    AcquireAll {
+        slot: usize,
+        lock: usize,
+        reversed: bool,
+        wait: bool,
+        request: Option<u8>,
+    },
     /// A leader's proclaim of a new value for `lock` (an election); with
     /// `right_token` the holder's token (if held), else one below it.
     Proclaim {
@@ -120,9 +129,13 @@ pub fn op() -> impl Strategy<Value = Op> {
             }),
         1 => (lock.clone(), proptest::bool::weighted(0.8), any::<bool>())
             .prop_map(|(lock, right_token, revoke)| Op::ForceRelease { lock, right_token, revoke }),
-        2 => (slot, lock, proptest::bool::weighted(0.8), request)
+        2 => (slot.clone(), lock.clone(), proptest::bool::weighted(0.8), request.clone())
             .prop_map(|(slot, lock, right_token, request)| {
                 Op::Proclaim { slot, lock, right_token, request }
+            }),
+        3 => (slot, lock, any::<bool>(), proptest::bool::weighted(0.7), request)
+            .prop_map(|(slot, lock, reversed, wait, request)| {
+                Op::AcquireAll { slot, lock, reversed, wait, request }
             }),
     ]
 }
@@ -183,6 +196,25 @@ pub fn to_command(op: &Op, state: &State, slots: &[LeaseId; SLOTS], step: usize)
             token: presented(holder_token(lock), right_token),
             request_id: request_id(request, step),
         },
+        Op::AcquireAll {
+            slot,
+            lock,
+            reversed,
+            wait,
+            request,
+        } => {
+            let mut names = vec![name(lock), name((lock + 1) % NAMES.len())];
+            if reversed {
+                names.reverse();
+            }
+            Command::AcquireAll(leasehold_core::AcquireAll {
+                lease: slots[slot],
+                names,
+                wait_ms: if wait { 60_000 } else { 0 },
+                request_id: request_id(request, step),
+                fenced: true,
+            })
+        }
         Op::Proclaim {
             slot,
             lock,

@@ -135,7 +135,7 @@ fn granted(node: &Node, token: Token, already_held: bool, waited_ms: u64) -> Acq
 }
 
 /// Where a queued acquire's lease stands in the state now.
-enum WaitStanding {
+pub(super) enum WaitStanding {
     /// It holds the lock.
     Holds(Token),
     /// It is in the lock's queue.
@@ -149,7 +149,7 @@ fn standing(node: &Node, wait: &QueuedWait) -> WaitStanding {
         .read(|state| standing_in(state, wait.name(), wait.lease()))
 }
 
-fn standing_in(state: &State, name: &LockName, lease: LeaseId) -> WaitStanding {
+pub(super) fn standing_in(state: &State, name: &LockName, lease: LeaseId) -> WaitStanding {
     if let Some(pool) = state.pool(name) {
         let permits = &pool.pool.permits;
         if let Some(hold) = permits.holds().iter().find(|h| h.lease == lease) {

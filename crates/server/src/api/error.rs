@@ -133,7 +133,8 @@ fn fill_core(error: &LockError, detail: &mut ErrorDetail) {
             detail.holder_token = holder_token.map_or(0, |t| t.0);
         }
         LockError::NoSuchLock { nearby, .. } => detail.nearby = nearby.clone(),
-        LockError::Busy { holder_token, .. } => {
+        LockError::Busy { name, holder_token } => {
+            detail.name = name.to_string();
             detail.holder_token = holder_token.map_or(0, |t| t.0);
         }
         LockError::InvalidArgument { field, limit, .. } => {

@@ -5,6 +5,7 @@
 //! reply type to the wire.
 
 mod acquire;
+mod acquire_all;
 pub(crate) mod auth;
 pub(crate) mod cluster;
 pub(crate) mod convert;

@@ -202,6 +202,39 @@ impl Proposal<()> {
     }
 }
 
+/// What an acquire of several locks at once got.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SetAcquisition {
+    /// The lease holds every lock, under these tokens (in the asked order).
+    Held {
+        tokens: Vec<Token>,
+        already_held: bool,
+    },
+    /// The lease waits for all of them.
+    Queued,
+}
+
+impl Proposal<SetAcquisition> {
+    /// Acquire every lock of a set, or queue for all (`acquire` already
+    /// validated).
+    pub fn acquire_all(acquire: leasehold_core::AcquireAll) -> Self {
+        Proposal {
+            command: Command::AcquireAll(acquire),
+            reply: |reply| match reply {
+                Reply::AcquiredAll {
+                    tokens,
+                    already_held,
+                } => Ok(SetAcquisition::Held {
+                    tokens,
+                    already_held,
+                }),
+                Reply::Queued { .. } => Ok(SetAcquisition::Queued),
+                other => Err(other),
+            },
+        }
+    }
+}
+
 impl Proposal<Token> {
     /// The leader of `proclaim.name` (holding it under `proclaim.token`)
     /// sets its election value (`proclaim` already validated).

@@ -3,6 +3,7 @@
 //! module and its answer back.
 
 use super::acquire::acquire;
+use super::acquire_all::acquire_all;
 use super::events::{events, EventStream};
 use super::fenced_get::fenced_get;
 use super::fenced_put::fenced_put;
@@ -26,13 +27,13 @@ use leasehold_proto::v1::lease_server::Lease;
 use leasehold_proto::v1::lock_server::Lock;
 use leasehold_proto::v1::watch_server::Watch;
 use leasehold_proto::v1::{
-    AcquireRequest, AcquireResponse, EventsRequest, FencedGetRequest, FencedGetResponse,
-    FencedPutRequest, FencedPutResponse, ForceReleaseRequest, ForceReleaseResponse,
-    GetLeaseRequest, GetLeaseResponse, GetLockRequest, GetLockResponse, GrantRequest,
-    GrantResponse, IncidentsRequest, IncidentsResponse, KeepAliveRequest, KeepAliveResponse,
-    ListLeasesRequest, ListLeasesResponse, ListLocksRequest, ListLocksResponse, ObserveRequest,
-    ProclaimRequest, ProclaimResponse, ReleaseRequest, ReleaseResponse, RevokeRequest,
-    RevokeResponse, SessionRequest, SessionResponse,
+    AcquireAllRequest, AcquireAllResponse, AcquireRequest, AcquireResponse, EventsRequest,
+    FencedGetRequest, FencedGetResponse, FencedPutRequest, FencedPutResponse, ForceReleaseRequest,
+    ForceReleaseResponse, GetLeaseRequest, GetLeaseResponse, GetLockRequest, GetLockResponse,
+    GrantRequest, GrantResponse, IncidentsRequest, IncidentsResponse, KeepAliveRequest,
+    KeepAliveResponse, ListLeasesRequest, ListLeasesResponse, ListLocksRequest, ListLocksResponse,
+    ObserveRequest, ProclaimRequest, ProclaimResponse, ReleaseRequest, ReleaseResponse,
+    RevokeRequest, RevokeResponse, SessionRequest, SessionResponse,
 };
 use std::sync::Arc;
 use tonic::{Request, Response, Status, Streaming};
@@ -90,6 +91,16 @@ impl Lock for LockApi {
         let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
         Ok(Response::new(
             release(&self.node, &caller, request.into_inner()).await?,
+        ))
+    }
+
+    async fn acquire_all(
+        &self,
+        request: Request<AcquireAllRequest>,
+    ) -> Result<Response<AcquireAllResponse>, Status> {
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
+        Ok(Response::new(
+            acquire_all(&self.node, &caller, request.into_inner()).await?,
         ))
     }
 

@@ -106,14 +106,17 @@ impl StateMachineStore {
 
 /// Encodes the applied state as snapshot bytes: the state, the last
 /// applied log id and membership, then the semaphores and read-write locks
-/// (`State::stored_pools`), last so that snapshots written before they
-/// existed, which end before them, read as having none.
+/// (`State::stored_pools`), then the sets of locks waited for
+/// (`State::stored_lock_sets`), each after what existed before it, so
+/// that a snapshot written before it existed, which ends before it, reads
+/// as having none.
 fn encode(applied: &AppliedState) -> Result<Vec<u8>, postcard::Error> {
     postcard::to_allocvec(&(
         &applied.state,
         &applied.last_applied,
         &applied.last_membership,
         applied.state.stored_pools(),
+        applied.state.stored_lock_sets(),
     ))
 }
 
@@ -123,7 +126,11 @@ fn decode(meta: &Meta, data: &[u8]) -> Result<AppliedState, DbError> {
     let ((mut state, _last_applied, _last_membership), pools): (Encoded, &[u8]) =
         postcard::take_from_bytes(data)?;
     if !pools.is_empty() {
-        state.restore_pools(postcard::from_bytes(pools)?);
+        let (pools, sets): (_, &[u8]) = postcard::take_from_bytes(pools)?;
+        state.restore_pools(pools);
+        if !sets.is_empty() {
+            state.restore_lock_sets(postcard::from_bytes(sets)?);
+        }
     }
     state.share_names();
     Ok(AppliedState {

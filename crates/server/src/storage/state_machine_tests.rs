@@ -1,5 +1,5 @@
 use super::*;
-use leasehold_core::{AcquirePermits, Command, LockName, OwnerInfo, PermitAsk, Reply};
+use leasehold_core::{AcquireAll, AcquirePermits, Command, LockName, OwnerInfo, PermitAsk, Reply};
 
 fn meta() -> Meta {
     Meta {
@@ -51,6 +51,63 @@ fn a_snapshot_carries_the_semaphores_and_read_write_locks() {
     assert_eq!(read.state, applied.state);
     assert!(read.state.pool(&LockName::parse("s").unwrap()).is_some());
     read.state.check_invariants().unwrap();
+}
+
+#[test]
+fn a_snapshot_carries_the_sets_of_locks_waited_for() {
+    let mut state = state_with_a_semaphore();
+    // Lease 2 waits for s's permit; lease 3 holds a; lease 2 waits for the set {a, b}.
+    let grant = Command::GrantLease {
+        ttl_ms: 10_000,
+        owner: OwnerInfo::default(),
+        request_id: None,
+    };
+    let Ok(Reply::LeaseGranted { lease: third, .. }) = state.apply(grant.clone(), 3).outcome else {
+        panic!("a lease");
+    };
+    let Ok(Reply::LeaseGranted { lease: fourth, .. }) = state.apply(grant, 3).outcome else {
+        panic!("a lease");
+    };
+    let name = |raw: &str| LockName::parse(raw).unwrap();
+    let set = |lease, wait_ms| {
+        Command::AcquireAll(AcquireAll {
+            lease,
+            names: vec![name("a"), name("b")],
+            wait_ms,
+            request_id: None,
+            fenced: true,
+        })
+    };
+    assert!(state.apply(set(third, 0), 4).outcome.is_ok());
+    assert_eq!(
+        state.apply(set(fourth, 5_000), 5).outcome,
+        Ok(Reply::Queued { position: 1 })
+    );
+    let applied = AppliedState {
+        state,
+        ..AppliedState::default()
+    };
+    let read = decode(&meta(), &encode(&applied).unwrap()).unwrap();
+    assert_eq!(read.state, applied.state);
+    assert_eq!(read.state.stored_lock_sets().len(), 1);
+    read.state.check_invariants().unwrap();
+}
+
+#[test]
+fn a_snapshot_written_before_lock_sets_existed_reads_as_having_none() {
+    let applied = AppliedState {
+        state: state_with_a_semaphore(),
+        ..AppliedState::default()
+    };
+    let older = postcard::to_allocvec(&(
+        &applied.state,
+        &applied.last_applied,
+        &applied.last_membership,
+        applied.state.stored_pools(),
+    ))
+    .unwrap();
+    let read = decode(&meta(), &older).unwrap();
+    assert_eq!(read.state, applied.state);
 }
 
 #[test]

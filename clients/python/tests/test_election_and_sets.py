@@ -1,7 +1,8 @@
-"""Leader election from Python (issue 18): a campaign leads or waits its
-turn, the epoch is the token, only the leader proclaims, and an observer
-sees the leader, each new value, a hand-over, and "no leader" — against a
-real server."""
+"""Leader election and several locks at once from Python (issue 18): a
+campaign leads or waits its turn, the epoch is the token, only the leader
+proclaims, and an observer sees the leader, each new value, a hand-over,
+and "no leader"; a set of locks is taken whole or not at all, and a set
+that waits keeps the free lock it heads — against a real server."""
 
 from __future__ import annotations
 
@@ -54,3 +55,33 @@ def test_campaigns_lead_in_turn_and_an_observer_sees_every_change(client: leaseh
         b.revoke()
         assert next(changes).leader is None
         assert client.leader(election) is None
+
+
+def test_several_locks_are_taken_all_or_none(client: leasehold.Client) -> None:
+    a, b = unique("set-a"), unique("set-b")
+    with client.lease(ttl=10) as x, client.lease(ttl=10) as y:
+        held = x.lock(a).acquire()
+        with pytest.raises(leasehold.Busy):
+            y.acquire_all([b, a])
+        # Refused whole: b was left free.
+        x.lock(b).acquire().release()
+        granted: List[List[leasehold.Guard]] = []
+        waiting = threading.Thread(target=lambda: granted.append(y.acquire_all([b, a], wait=30)))
+        waiting.start()
+        # b is kept for the waiting set.
+        wait_for("b to be kept for the set", 10, lambda: _busy(x, b))
+        held.release()
+        waiting.join(timeout=30)
+        guards = granted[0]
+        assert [g.name for g in guards] == [b, a]
+        assert all(g.fence() > held.token for g in guards)
+        for guard in guards:
+            guard.release()
+
+
+def _busy(lease: leasehold.Lease, name: str) -> Optional[bool]:
+    try:
+        lease.lock(name).acquire().release()
+        return None
+    except leasehold.Busy:
+        return True
