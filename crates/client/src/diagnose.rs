@@ -157,6 +157,13 @@ pub fn classify(
             "free, in its lock delay for {} more",
             show::approx(lock.lock_delay_remaining_ms)
         ));
+    } else if let Some(head) = lock.waiters.first() {
+        // Listed while free: kept for the head, which waits for it and
+        // other locks at once.
+        evidence.push(format!(
+            "free, kept for lease {} (first in line, it waits for several locks at once)",
+            head.lease
+        ));
     } else {
         evidence.push("free".into());
     }

@@ -111,12 +111,16 @@ pub(crate) fn readiness(node: &Node) -> Result<String, String> {
 }
 
 async fn metrics(State(node): State<Arc<Node>>) -> String {
-    let (leases, locks, pools) = node
-        .state
-        .read(|state| (state.lease_count(), state.lock_count(), state.pool_count()));
+    let (leases, locks, pools, sets) = node.state.read(|state| {
+        let counts = (state.lease_count(), state.lock_count(), state.pool_count());
+        (counts.0, counts.1, counts.2, state.lock_set_count())
+    });
     metrics::gauge!("leasehold_leases").set(leases as f64);
     metrics::gauge!("leasehold_locks").set(locks as f64);
     metrics::gauge!("leasehold_pools").set(pools as f64);
+    metrics::gauge!("leasehold_lock_sets_waiting").set(sets as f64);
+    let observers = node.sinks.leaders.observers();
+    metrics::gauge!("leasehold_election_observers").set(observers as f64);
     metrics::gauge!("leasehold_waiting_acquires").set(node.sinks.waiters.len() as f64);
     crate::metrics::record_raft(&node.raft.metrics().borrow());
     crate::metrics::record_quorum(node.node_id, &node.quorum.report());

@@ -57,6 +57,11 @@ impl LeaderWatch {
         self.sender.subscribe()
     }
 
+    /// How many observe streams follow elections on this node.
+    pub fn observers(&self) -> usize {
+        self.sender.receiver_count()
+    }
+
     /// One command of `revision` applied with `effects`: sends the leader
     /// it left for each election it touched.
     pub fn command_applied(&self, revision: u64, effects: &[Effect]) {

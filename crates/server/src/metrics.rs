@@ -133,6 +133,14 @@ const GAUGES: &[(&str, &str)] = &[
         "Semaphores and read-write locks held or waited for.",
     ),
     (
+        "leasehold_lock_sets_waiting",
+        "Sets of locks waited for as one (all or none).",
+    ),
+    (
+        "leasehold_election_observers",
+        "Observe streams following an election on this node.",
+    ),
+    (
         "leasehold_waiting_acquires",
         "Acquires blocked in a queue on this node.",
     ),

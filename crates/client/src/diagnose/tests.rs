@@ -260,3 +260,26 @@ fn a_queue_starving_behind_a_semaphore_is_named() {
     let d = run(&before, &semaphore, 3_000, &[]);
     assert_eq!(d.verdict, Verdict::StarvingWaiters, "{:?}", d.evidence);
 }
+
+#[test]
+fn a_free_lock_kept_for_a_set_says_for_whom() {
+    let kept = LockInfo {
+        name: "accounts/bob".into(),
+        waiters: vec![Waiter {
+            lease: 12,
+            owner: Some(owner("carol")),
+            since_unix_ms: NOW - 1_000,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let d = run(&kept, &kept, 3_000, &[]);
+    assert_eq!(d.verdict, Verdict::Healthy);
+    assert!(
+        d.evidence
+            .iter()
+            .any(|e| e.contains("kept for lease 12") && e.contains("several locks at once")),
+        "{:?}",
+        d.evidence
+    );
+}

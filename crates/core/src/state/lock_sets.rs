@@ -246,6 +246,11 @@ impl State {
         Reply::Queued { position }
     }
 
+    /// How many sets of locks are waited for.
+    pub fn lock_set_count(&self) -> usize {
+        self.lock_sets.len()
+    }
+
     /// Whether `lease` waits for `name` as a member of a set.
     pub(super) fn in_lock_set(&self, lease: LeaseId, name: &LockName) -> bool {
         self.lock_sets
