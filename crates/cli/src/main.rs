@@ -49,7 +49,8 @@ mod supervise;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use commands::{
-    acquire, fenced, force_release, get, lease, lock, ls, member, release, serve, status, Global,
+    acquire, fenced, force_release, get, lease, lock, ls, member, release, serve, snapshot, status,
+    Global,
 };
 use commands::{audit, auth, diagnose, drill, elect, events};
 use error::CliError;
@@ -111,6 +112,11 @@ enum Command {
     },
     /// Shows the cluster as the answering node sees it.
     Status(status::StatusArgs),
+    /// Backups: saves a consistent copy of the state, or checks one.
+    Snapshot {
+        #[command(subcommand)]
+        cmd: snapshot::SnapshotCmd,
+    },
     /// Adds, removes or lists the members of the cluster.
     Member {
         #[command(subcommand)]
@@ -228,6 +234,7 @@ async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
         Command::Ls(args) => ls::run(args, global).await,
         Command::Fenced { cmd } => fenced::run(cmd, global).await,
         Command::Status(args) => status::run(args, global).await,
+        Command::Snapshot { cmd } => snapshot::run(cmd, global).await,
         Command::Member { cmd } => member::run(cmd, global).await,
         Command::Bench(args) => {
             let (tls, auth_token) = (global.tls()?, global.auth_token.clone());

@@ -108,6 +108,7 @@ pub use lease::{KeepAliveBuilder, Lease, LeaseBuilder, LeaseHandle, Renewed};
 pub use leasehold_core::{FencedKey, LeaseId, Reason, Revision, Token};
 pub use loss::{LockLost, LossCause};
 pub use name::{IntoLockName, LockName};
+pub use ops::backup::BackupDownload;
 pub use ops::cluster::{ADD_MEMBER_WAIT_MAX, REMOVE_MEMBER_WAIT_MAX};
 pub use ops::election::LeaderStream;
 pub use ops::events::{EventStream, EventsQuery};

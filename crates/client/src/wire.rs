@@ -8,9 +8,9 @@
 
 pub use leasehold_proto::json::{event_json, leader_change_json, owner_json};
 pub use leasehold_proto::v1::{
-    AuditRecord, AuthChangeResponse, AuthStatusResponse, CreateTokenResponse, EndedHold, Event,
-    FailedRelease, ForceReleaseRecord, GetLockResponse, HeldLock, Holder, IncidentsResponse,
-    Leader, LeaderChange, LeaseInfo, ListLocksResponse, ListRolesResponse, ListTokensResponse,
-    ListUsersResponse, LockInfo, LockKind, Member, MembershipResponse, OwnerInfo, ResponseHeader,
-    RoleInfo, RoleRule, StatusResponse, TokenInfo, UserInfo, Waiter,
+    AuditRecord, AuthChangeResponse, AuthStatusResponse, BackupInfo, CreateTokenResponse,
+    EndedHold, Event, FailedRelease, ForceReleaseRecord, GetLockResponse, HeldLock, Holder,
+    IncidentsResponse, Leader, LeaderChange, LeaseInfo, ListLocksResponse, ListRolesResponse,
+    ListTokensResponse, ListUsersResponse, LockInfo, LockKind, Member, MembershipResponse,
+    OwnerInfo, ResponseHeader, RoleInfo, RoleRule, StatusResponse, TokenInfo, UserInfo, Waiter,
 };

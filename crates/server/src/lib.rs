@@ -32,6 +32,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod backup;
 pub mod clock;
 mod config;
 mod connections;

@@ -20,6 +20,7 @@ pub mod ls;
 pub mod member;
 pub mod release;
 pub mod serve;
+pub mod snapshot;
 pub mod status;
 
 use crate::error::CliError;

@@ -24,6 +24,7 @@
 //! [`Revision`]: crate::Revision
 
 pub mod auth;
+pub mod backup;
 pub mod cluster;
 pub mod election;
 pub mod events;

@@ -55,7 +55,8 @@ pub use power_cut::{
     spawn_trigger as spawn_power_cut_trigger, POWER_CUT_EXIT_CODE, POWER_LOSS_ENV,
 };
 pub use shared::{AppliedState, SharedState};
-pub use state_machine::StateMachineStore;
+pub(crate) use state_machine::encode as encode_snapshot;
+pub use state_machine::{decode_state, StateMachineStore};
 pub use wal::{tear_wal_tail, wal_records, RecordPlace, TornTail, FSYNC_FAIL_AFTER_ENV};
 
 use redb::{Database, TableDefinition};

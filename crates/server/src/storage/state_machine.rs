@@ -110,7 +110,7 @@ impl StateMachineStore {
 /// (`State::stored_lock_sets`), each after what existed before it, so
 /// that a snapshot written before it existed, which ends before it, reads
 /// as having none.
-fn encode(applied: &AppliedState) -> Result<Vec<u8>, postcard::Error> {
+pub(crate) fn encode(applied: &AppliedState) -> Result<Vec<u8>, postcard::Error> {
     postcard::to_allocvec(&(
         &applied.state,
         &applied.last_applied,
@@ -118,6 +118,17 @@ fn encode(applied: &AppliedState) -> Result<Vec<u8>, postcard::Error> {
         applied.state.stored_pools(),
         applied.state.stored_lock_sets(),
     ))
+}
+
+/// Decodes the state alone from snapshot bytes (a backup's, for its
+/// status and its restore).
+pub fn decode_state(data: &[u8]) -> Result<State, DbError> {
+    let meta = Meta {
+        last_log_id: None,
+        last_membership: StoredMembership::default(),
+        snapshot_id: String::new(),
+    };
+    Ok(decode(&meta, data)?.state)
 }
 
 /// Decodes snapshot bytes. The meta's log id and membership are authoritative.

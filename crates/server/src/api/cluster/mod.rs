@@ -1,7 +1,8 @@
-//! `leasehold.v1.Cluster`: this node's view of the cluster ([`status`]) and
+//! `leasehold.v1.Cluster`: this node's view of the cluster ([`status`]),
 //! membership changes on the leader ([`membership`], checking a new node
-//! first with [`probe`]).
+//! first with [`probe`]), and backups ([`backup`]).
 
+mod backup;
 mod membership;
 mod probe;
 mod status;
@@ -15,7 +16,8 @@ use crate::auth::Caller;
 use leasehold_core::auth::{AuditEntry, AuditKind, Verb};
 use leasehold_proto::v1::cluster_server::Cluster;
 use leasehold_proto::v1::{
-    AddMemberRequest, MembershipResponse, RemoveMemberRequest, StatusRequest, StatusResponse,
+    AddMemberRequest, BackupRequest, MembershipResponse, RemoveMemberRequest, StatusRequest,
+    StatusResponse,
 };
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
@@ -52,6 +54,17 @@ impl Cluster for ClusterApi {
         let response = membership::add(self.node.clone(), request).await?;
         audit_membership(&self.node, &caller, what);
         Ok(Response::new(response))
+    }
+
+    type BackupStream = backup::BackupStream;
+
+    async fn backup(
+        &self,
+        request: Request<BackupRequest>,
+    ) -> Result<Response<Self::BackupStream>, Status> {
+        let caller = Caller::identify(&self.node, request.metadata(), request.extensions())?;
+        caller.check(&self.node, Verb::Admin, "")?;
+        Ok(Response::new(backup::backup(&self.node).await?))
     }
 
     async fn remove_member(
