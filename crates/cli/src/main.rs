@@ -52,7 +52,7 @@ use commands::{
     acquire, fenced, force_release, get, lease, lock, ls, member, release, serve, snapshot, status,
     Global,
 };
-use commands::{audit, auth, diagnose, drill, elect, events};
+use commands::{audit, auth, diagnose, drill, elect, events, packaging};
 use error::CliError;
 use exit::Exit;
 use std::process::ExitCode;
@@ -112,6 +112,10 @@ enum Command {
     },
     /// Shows the cluster as the answering node sees it.
     Status(status::StatusArgs),
+    /// Prints the shell completion script (bash, zsh, fish, ...).
+    Completions(packaging::CompletionsArgs),
+    /// Prints the man page, or writes one per command with --dir.
+    Man(packaging::ManArgs),
     /// Backups: saves a consistent copy of the state, or checks one.
     Snapshot {
         #[command(subcommand)]
@@ -235,6 +239,8 @@ async fn run_plain(command: Command, global: &Global) -> Result<(), CliError> {
         Command::Fenced { cmd } => fenced::run(cmd, global).await,
         Command::Status(args) => status::run(args, global).await,
         Command::Snapshot { cmd } => snapshot::run(cmd, global).await,
+        Command::Completions(args) => packaging::completions(args, Cli::command()),
+        Command::Man(args) => packaging::man(args, Cli::command()),
         Command::Member { cmd } => member::run(cmd, global).await,
         Command::Bench(args) => {
             let (tls, auth_token) = (global.tls()?, global.auth_token.clone());

@@ -18,6 +18,7 @@ pub mod lease_ls;
 pub mod lock;
 pub mod ls;
 pub mod member;
+pub mod packaging;
 pub mod release;
 pub mod serve;
 pub mod snapshot;
