@@ -39,6 +39,7 @@ macro_rules! print {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod commands;
+mod config_file;
 mod duration;
 mod error;
 mod exit;
@@ -155,7 +156,29 @@ enum Command {
 
 fn main() -> ExitCode {
     // Help and version exit 0; usage errors exit 2 (Exit::Usage).
-    let matches = Cli::command().get_matches();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let matches = Cli::command()
+        .try_get_matches_from(&argv)
+        .unwrap_or_else(|err| err.exit());
+    let merged = match config_file::merge(Cli::command(), argv, matches) {
+        Ok(merged) => merged,
+        Err(err) => {
+            eprintln!("error: {}", err.message);
+            return err.exit.into();
+        }
+    };
+    let matches = merged.matches;
+    if let Some(("serve", serve)) = matches.subcommand() {
+        if serve.get_flag("print_config") {
+            let cli = Cli::command();
+            let serve_cmd = cli.find_subcommand("serve").expect("serve is a command");
+            print!(
+                "{}",
+                config_file::effective(serve_cmd, serve, &merged.from_file)
+            );
+            return ExitCode::SUCCESS;
+        }
+    }
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
     let json = wants_json(&matches);
     if matches!(cli.command, Command::Serve(_) | Command::Bench(_)) {

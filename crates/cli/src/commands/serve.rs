@@ -16,22 +16,22 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
     /// Directory of the durable log and snapshots.
-    #[arg(long, default_value = "./leasehold-data")]
+    #[arg(long, env = "LEASEHOLD_DATA_DIR", default_value = "./leasehold-data")]
     pub data_dir: PathBuf,
     /// Address of the gRPC + HTTP port.
-    #[arg(long, default_value = "127.0.0.1:7420")]
+    #[arg(long, env = "LEASEHOLD_LISTEN", default_value = "127.0.0.1:7420")]
     pub listen: SocketAddr,
     /// This node's Raft id (1 or higher).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, env = "LEASEHOLD_NODE_ID", default_value_t = 1)]
     pub node_id: u64,
     /// Members of a new cluster, `ID=HOST:PORT,...`, the same on every node
     /// (this node included). Used only on an empty data dir; without it a
     /// node forms a one-member cluster.
-    #[arg(long, value_parser = parse_peers, value_name = "ID=ADDR,...")]
+    #[arg(long, env = "LEASEHOLD_PEERS", value_parser = parse_peers, value_name = "ID=ADDR,...")]
     pub peers: Option<BTreeMap<u64, String>>,
     /// Start without forming a cluster and wait to be added to one
     /// (`leasehold member add ID ADDR` on the cluster).
-    #[arg(long, conflicts_with = "peers")]
+    #[arg(long, env = "LEASEHOLD_JOIN", conflicts_with = "peers")]
     pub join: bool,
     /// Mixed into the cluster id that the members of a new `--peers`
     /// cluster derive from their list (as etcd's `--initial-cluster-token`):
@@ -46,11 +46,11 @@ pub struct ServeArgs {
     pub cluster_token: String,
     /// At formation, make PRINCIPAL an admin (if nobody is yet) and print a
     /// one-time token for it on stderr.
-    #[arg(long, value_name = "PRINCIPAL")]
+    #[arg(long, env = "LEASEHOLD_BOOTSTRAP_ADMIN", value_name = "PRINCIPAL")]
     pub bootstrap_admin: Option<String>,
     /// With auth enabled, `/metrics` needs `observe` too (default: open,
     /// like `/healthz` and `/readyz`).
-    #[arg(long)]
+    #[arg(long, env = "LEASEHOLD_METRICS_AUTH")]
     pub metrics_auth: bool,
     /// Threads that serve requests (the async runtime's workers), 1 to
     /// 1024. Default: one per core but one, at least one (the commit path,
@@ -85,21 +85,50 @@ pub struct ServeArgs {
     pub log_format: LogFormat,
     /// The node's TLS certificate chain (PEM, leaf first): serve TLS.
     /// Reloaded, with the key and CAs, on SIGHUP.
-    #[arg(long, requires = "tls_key", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "LEASEHOLD_TLS_CERT",
+        requires = "tls_key",
+        value_name = "FILE"
+    )]
     pub tls_cert: Option<PathBuf>,
     /// The private key of --tls-cert (PEM).
-    #[arg(long, requires = "tls_cert", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "LEASEHOLD_TLS_KEY",
+        requires = "tls_cert",
+        value_name = "FILE"
+    )]
     pub tls_key: Option<PathBuf>,
     /// Require client certificates signed by this CA (PEM): mTLS.
-    #[arg(long, requires = "tls_cert", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "LEASEHOLD_TLS_CLIENT_CA",
+        requires = "tls_cert",
+        value_name = "FILE"
+    )]
     pub tls_client_ca: Option<PathBuf>,
     /// The CA of the other nodes' certificates (PEM): only they may send
     /// Raft messages. Default: --tls-client-ca.
-    #[arg(long, requires = "tls_cert", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "LEASEHOLD_PEER_CA",
+        requires = "tls_cert",
+        value_name = "FILE"
+    )]
     pub peer_ca: Option<PathBuf>,
     /// Serve plaintext on a non-loopback address (refused without it).
-    #[arg(long, conflicts_with = "tls_cert")]
+    #[arg(long, env = "LEASEHOLD_INSECURE", conflicts_with = "tls_cert")]
     pub insecure: bool,
+    /// Read settings from this TOML file: `flag-name = value` for any flag
+    /// above (`data-dir = "/var/lib/leasehold"`, `join = true`). A flag on
+    /// the command line wins, then its LEASEHOLD_* variable, then the file.
+    #[arg(long, env = "LEASEHOLD_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print the effective settings (as a config file, each with where it
+    /// came from) and exit without serving.
+    #[arg(long)]
+    pub print_config: bool,
 }
 
 /// The format of `leasehold serve`'s log lines.
