@@ -31,6 +31,7 @@ mod locks;
 mod pool_rows;
 mod pools;
 mod queue_leaves;
+mod restore;
 mod stored;
 mod table_rows;
 #[cfg(test)]

@@ -52,6 +52,7 @@ mod page;
 pub mod proposer;
 pub mod raft;
 mod reflection;
+pub mod restore;
 pub mod samples;
 mod serve;
 pub mod sinks;

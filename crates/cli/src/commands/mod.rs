@@ -22,6 +22,7 @@ pub mod packaging;
 pub mod release;
 pub mod serve;
 pub mod snapshot;
+pub mod snapshot_restore;
 pub mod status;
 
 use crate::error::CliError;

@@ -176,7 +176,7 @@ pub fn no_lifo_slot(runtime: &mut tokio::runtime::Builder) {
 }
 
 /// Parses `--peers 1=127.0.0.1:7421,2=127.0.0.1:7422`.
-fn parse_peers(raw: &str) -> Result<BTreeMap<u64, String>, String> {
+pub(crate) fn parse_peers(raw: &str) -> Result<BTreeMap<u64, String>, String> {
     let mut peers = BTreeMap::new();
     for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let (id, addr) = entry

@@ -1,6 +1,7 @@
 //! `leasehold snapshot save FILE` (a consistent backup from the leader,
-//! checked before it is kept) and `leasehold snapshot status FILE` (what a
-//! backup covers, its format and whether its checksum holds).
+//! checked before it is kept), `leasehold snapshot status FILE` (what a
+//! backup covers, its format and whether its checksum holds) and
+//! `leasehold snapshot restore` (`snapshot_restore.rs`).
 
 use super::Global;
 use crate::error::CliError;
@@ -22,6 +23,9 @@ pub enum SnapshotCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Builds a new node's data dir from a backup, with a token floor so
+    /// that no token the old cluster handed out is ever handed out again.
+    Restore(super::snapshot_restore::RestoreArgs),
     /// Says what the backup in FILE covers (revision, locks, leases, its
     /// format) and whether its checksum holds; exit 1 if it is damaged.
     Status {
@@ -37,6 +41,7 @@ pub async fn run(cmd: SnapshotCmd, global: &Global) -> Result<(), CliError> {
     match cmd {
         SnapshotCmd::Save { file, json } => save(&file, json, global).await,
         SnapshotCmd::Status { file, json } => status(&file, json),
+        SnapshotCmd::Restore(args) => super::snapshot_restore::run(args).await,
     }
 }
 

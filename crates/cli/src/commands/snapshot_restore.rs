@@ -1,0 +1,139 @@
+//! `leasehold snapshot restore FILE --data-dir DIR`: a new node (of a new
+//! cluster) from a backup, whose tokens never repeat one the old cluster
+//! handed out. The old cluster may have gone on granting after the backup,
+//! so the new one starts above a *token floor*, which the operator gives
+//! (`--token-floor N`, or `--revision-gap G` above the backup's revision):
+//! the restore does not guess one. The backup's leases end as expired
+//! (their holders' deadlines passed long ago) unless `--keep-leases`.
+
+use super::serve::parse_peers;
+use crate::error::CliError;
+use crate::exit::Exit;
+use crate::output::print_json;
+use leasehold_server::backup::{self, BackupHeader};
+use leasehold_server::restore::{restore, RestorePlan};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Grants per second the suggested gap allows for: well above what one
+/// cluster has been measured to sustain (docs/DESIGN.md §6d).
+const SUGGESTED_GRANTS_PER_S: u64 = 1_000_000;
+/// The smallest gap suggested, whatever the backup's age.
+const SUGGESTED_GAP_MIN: u64 = 1_000_000_000;
+
+/// `leasehold snapshot restore`
+#[derive(clap::Args, Debug)]
+pub struct RestoreArgs {
+    /// The backup (`leasehold snapshot save`).
+    pub file: PathBuf,
+    /// The new node's data dir: empty or missing.
+    #[arg(long)]
+    pub data_dir: PathBuf,
+    /// Every token handed out after the restore is above N (N above the
+    /// backup's revision).
+    #[arg(long, value_name = "N", conflicts_with = "revision_gap")]
+    pub token_floor: Option<u64>,
+    /// The floor is the backup's revision plus G: at least the tokens the
+    /// old cluster may have handed out since the backup.
+    #[arg(long, value_name = "G", value_parser = clap::value_parser!(u64).range(1..))]
+    pub revision_gap: Option<u64>,
+    /// Keep the backup's leases and the locks they hold (their holders
+    /// must still be renewing them) instead of ending them.
+    #[arg(long)]
+    pub keep_leases: bool,
+    /// The new node's id.
+    #[arg(long, default_value_t = 1)]
+    pub node_id: u64,
+    /// The address the new node will serve on (`serve --listen`), for a
+    /// one-member cluster.
+    #[arg(long, default_value = "127.0.0.1:7420", conflicts_with = "peers")]
+    pub listen: SocketAddr,
+    /// The new cluster's members, `ID=HOST:PORT,...`: restore each from the
+    /// same backup with the same floor and members.
+    #[arg(long, value_parser = parse_peers, value_name = "ID=ADDR,...")]
+    pub peers: Option<BTreeMap<u64, String>>,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `snapshot restore`.
+pub async fn run(args: RestoreArgs) -> Result<(), CliError> {
+    let read = backup::read_file(&args.file)
+        .map_err(|e| CliError::new(Exit::Other, format!("{}: {e}", args.file.display())))?;
+    let floor = floor(&args, &read.header)?;
+    let members = match &args.peers {
+        Some(peers) if !peers.contains_key(&args.node_id) => {
+            let why = format!("--peers does not list this node ({})", args.node_id);
+            return Err(CliError::new(Exit::Usage, why));
+        }
+        Some(peers) => peers.clone(),
+        None => BTreeMap::from([(args.node_id, args.listen.to_string())]),
+    };
+    let plan = RestorePlan {
+        floor,
+        keep_leases: args.keep_leases,
+        members,
+    };
+    let done = restore(&args.data_dir, &read, &plan)
+        .await
+        .map_err(|why| CliError::new(Exit::Usage, why))?;
+    let dir = args.data_dir.display();
+    if args.json {
+        print_json(&json!({
+            "data_dir": dir.to_string(),
+            "backup_revision": done.backup_revision,
+            "token_floor": done.floor,
+            "leases_ended": done.leases_ended,
+            "locks": done.locks,
+            "leases": done.leases,
+            "node_id": args.node_id,
+        }));
+    } else {
+        println!(
+            "restored {} (revision {}) into {dir}: {} leases ended, {} locks and {} leases kept; \
+             every token from now on is above {}. Start the node: leasehold serve --data-dir {dir} \
+             --node-id {} --listen ADDR",
+            args.file.display(),
+            done.backup_revision,
+            done.leases_ended,
+            done.locks,
+            done.leases,
+            done.floor,
+            args.node_id
+        );
+    }
+    Ok(())
+}
+
+/// The token floor the operator named; refused, with a suggestion, if
+/// they named none.
+fn floor(args: &RestoreArgs, header: &BackupHeader) -> Result<u64, CliError> {
+    match (args.token_floor, args.revision_gap) {
+        (Some(floor), _) => Ok(floor),
+        (None, Some(gap)) => header.revision.checked_add(gap).ok_or_else(|| {
+            CliError::new(
+                Exit::Usage,
+                "--revision-gap overflows a token: name a smaller one",
+            )
+        }),
+        (None, None) => {
+            let now = leasehold_server::clock::wall_unix_ms();
+            let age_s = now.saturating_sub(header.created_unix_ms) / 1_000;
+            let gap = (age_s.saturating_mul(SUGGESTED_GRANTS_PER_S)).max(SUGGESTED_GAP_MIN);
+            Err(CliError::new(
+                Exit::Usage,
+                format!(
+                    "name a token floor: the old cluster handed out tokens up to {} when this \
+                     backup was taken ({}s ago) and maybe many more since, and a token must never \
+                     repeat; pass --revision-gap G (at least the grants it could have made since: \
+                     {gap} allows {SUGGESTED_GRANTS_PER_S} a second for the backup's age) or \
+                     --token-floor N above the highest token any protected resource has seen",
+                    header.revision, age_s
+                ),
+            ))
+        }
+    }
+}

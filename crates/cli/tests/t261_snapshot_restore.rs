@@ -1,0 +1,170 @@
+//! Restoring a backup (issue 19): a new node from `snapshot restore` never
+//! hands out a token the old cluster could have handed out (the floor the
+//! operator names; without one the restore is refused with a sentence),
+//! keeps the fenced store (so a stale writer stays refused), ends the
+//! backup's leases unless `--keep-leases`, and with it keeps every lock
+//! held at the backup's revision, under its holder and token.
+
+mod common;
+
+use common::{free_port, Server};
+
+/// A restored node's data dir and port.
+fn restored(server_dir: &std::path::Path, backup: &str, extra: &[&str]) -> (Server, u16) {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let dir = server_dir.to_str().unwrap();
+    let mut args = vec![
+        "snapshot",
+        "restore",
+        backup,
+        "--data-dir",
+        dir,
+        "--listen",
+        &listen,
+    ];
+    args.extend_from_slice(extra);
+    let out = std::process::Command::new(common::BIN)
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (Server::start_in(server_dir, port), port)
+}
+
+/// What the old cluster held when it was backed up.
+struct Before {
+    old: Server,
+    backup: String,
+    revision: u64,
+    lease: u64,
+    token: u64,
+}
+
+/// An old node holding `restore/held` (and a fenced write under it),
+/// backed up into `dir`.
+fn backed_up(dir: &std::path::Path) -> Before {
+    let old = Server::start();
+    let held = old.ok_json(&["acquire", "restore/held", "--ttl", "60s", "--json"]);
+    let (lease, token) = (
+        held["lease"].as_u64().unwrap(),
+        held["token"].as_u64().unwrap(),
+    );
+    old.cli(&strs(&put(token))).expect_code(0);
+    let backup = dir.join("b.lhb").to_str().unwrap().to_owned();
+    let saved = old.ok_json(&["snapshot", "save", &backup, "--json"]);
+    let revision = saved["revision"].as_u64().unwrap();
+    Before {
+        old,
+        backup,
+        revision,
+        lease,
+        token,
+    }
+}
+
+/// A fenced write to `cfg/leader` as the holder of `restore/held` with `token`.
+fn put(token: u64) -> Vec<String> {
+    let args = [
+        "fenced",
+        "put",
+        "cfg/leader",
+        "old",
+        "--lock",
+        "restore/held",
+        "--token",
+    ];
+    let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    args.push(token.to_string());
+    args
+}
+
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn t261_a_restore_needs_a_floor_above_the_backup_and_an_empty_data_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = backed_up(dir.path());
+    let target = dir.path().join("refused");
+    let base = [
+        "snapshot",
+        "restore",
+        &before.backup,
+        "--data-dir",
+        target.to_str().unwrap(),
+    ];
+    let unnamed = before.old.cli(&base);
+    unnamed.expect_code(2);
+    assert!(
+        unnamed.stderr.contains("name a token floor") && unnamed.stderr.contains("--revision-gap"),
+        "{}",
+        unnamed.stderr
+    );
+    let at = before.revision.to_string();
+    let low = before
+        .old
+        .cli(&[&base[..], &["--token-floor", &at]].concat());
+    low.expect_code(2);
+    assert!(
+        low.stderr.contains("not above the backup's revision"),
+        "{}",
+        low.stderr
+    );
+    let used = dir.path().join("used");
+    std::fs::create_dir_all(used.join("x")).unwrap();
+    let used = used.to_str().unwrap();
+    let refused = before.old.cli(&[
+        "snapshot",
+        "restore",
+        &before.backup,
+        "--data-dir",
+        used,
+        "--revision-gap",
+        "10",
+    ]);
+    refused.expect_code(2);
+    assert!(refused.stderr.contains("not empty"), "{}", refused.stderr);
+}
+
+#[test]
+fn t261_a_restored_cluster_hands_out_tokens_above_the_floor_and_keeps_the_fenced_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = backed_up(dir.path());
+    let (revision, token) = (before.revision, before.token);
+    // Leases ended: the lock is free, the next token is above the floor,
+    // the fenced store kept its highest token, and the old holder's write
+    // is refused.
+    let gap = ["--revision-gap", "1000"];
+    let (fresh, _) = restored(&dir.path().join("fresh"), &before.backup, &gap);
+    fresh.cli(&["get", "restore/held"]).expect_code(4);
+    let again = fresh.ok_json(&["acquire", "restore/held", "--json"]);
+    assert!(
+        again["token"].as_u64().unwrap() > revision + 1000,
+        "{again}"
+    );
+    assert!(
+        again["lease"].as_u64().unwrap() > revision + 1000,
+        "{again}"
+    );
+    let kept = fresh.ok_json(&["fenced", "get", "cfg/leader", "--json"]);
+    assert_eq!(
+        (kept["value"].as_str(), kept["token"].as_u64()),
+        (Some("old"), Some(token))
+    );
+    fresh.cli(&strs(&put(token))).expect_code(4);
+
+    // Leases kept: the lock is held as at the backup, same lease and token.
+    let keep = ["--token-floor", "5000", "--keep-leases"];
+    let (kept_node, _) = restored(&dir.path().join("kept"), &before.backup, &keep);
+    let lock = kept_node.ok_json(&["get", "restore/held", "--json"]);
+    let holder = (lock["lease"].as_u64(), lock["token"].as_u64());
+    assert_eq!(holder, (Some(before.lease), Some(token)), "{lock}");
+    let next = kept_node.ok_json(&["acquire", "restore/other", "--json"]);
+    assert!(next["token"].as_u64().unwrap() > 5000, "{next}");
+}
