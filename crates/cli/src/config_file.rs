@@ -17,8 +17,24 @@ use clap::{ArgAction, ArgMatches, Command};
 use std::ffi::OsString;
 use std::path::Path;
 
-/// Flags of `serve` a file does not set (they are about the file itself).
-const NOT_IN_A_FILE: [&str; 3] = ["config", "print-config", "help"];
+/// Flags of `serve` a file does not set: about the file itself, or a
+/// one-time action that a file, read at every start, would repeat.
+const NOT_IN_A_FILE: [&str; 7] = [
+    "config",
+    "print-config",
+    "help",
+    "force-new-cluster",
+    "token-floor",
+    "revision-gap",
+    "keep-leases",
+];
+/// Of those, the one-time actions (refused with their own sentence).
+const ONE_TIME: [&str; 4] = [
+    "force-new-cluster",
+    "token-floor",
+    "revision-gap",
+    "keep-leases",
+];
 
 /// The command line's matches with a config file's settings merged in,
 /// and the flags (by long name) the file set.
@@ -48,6 +64,16 @@ pub fn merge(cli: Command, argv: Vec<OsString>, matches: ArgMatches) -> Result<M
     let mut argv = argv;
     let mut from_file = Vec::new();
     for (key, value) in settings {
+        if ONE_TIME.contains(&key.as_str()) {
+            return Err(CliError::new(
+                Exit::Usage,
+                format!(
+                    "{key} in the config file {}: it is a one-time action (a file is read at \
+                     every start, and would repeat it); pass it on the command line, once",
+                    file.display()
+                ),
+            ));
+        }
         let arg = serve_cmd
             .get_arguments()
             .find(|a| a.get_long() == Some(key.as_str()) && !NOT_IN_A_FILE.contains(&key.as_str()))

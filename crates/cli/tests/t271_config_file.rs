@@ -95,6 +95,7 @@ fn t271_unknown_keys_and_bad_values_are_refused_naming_them() {
         ("node-id = \"three\"\n", "'three' for '--node-id"),
         ("join = 1\n", "join in the config file"),
         ("listen = [\n", "not valid TOML"),
+        ("force-new-cluster = true\n", "one-time action"),
     ] {
         let file = write(&dir.path().join("bad.toml"), text);
         let refused = serve(&["--config", &file], &[]);

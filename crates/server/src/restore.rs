@@ -19,11 +19,32 @@ use std::io::Cursor;
 use std::path::Path;
 use std::sync::Arc;
 
+/// Where tokens start after a restore, as the operator named it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Floor {
+    /// Above this token.
+    At(u64),
+    /// This far above the restored state's revision.
+    AboveBy(u64),
+}
+
+impl Floor {
+    /// The floor for a state at `revision`.
+    fn for_revision(self, revision: u64) -> Result<u64, String> {
+        match self {
+            Floor::At(floor) => Ok(floor),
+            Floor::AboveBy(gap) => revision.checked_add(gap).ok_or_else(|| {
+                format!("a revision gap of {gap} above {revision} overflows a token")
+            }),
+        }
+    }
+}
+
 /// How to restore.
 #[derive(Clone, Debug)]
 pub struct RestorePlan {
     /// Every token and lease id handed out after the restore is above this.
-    pub floor: u64,
+    pub floor: Floor,
     /// Keep the backup's leases (and so their locks) instead of ending them.
     pub keep_leases: bool,
     /// The new cluster's members: id → address (this node among them).
@@ -43,15 +64,70 @@ pub struct Restored {
 /// Writes `dir` (which must not hold a node's data) from `backup`.
 pub async fn restore(dir: &Path, backup: &Backup, plan: &RestorePlan) -> Result<Restored, String> {
     refuse_used(dir)?;
-    let mut state = decode_state(&backup.data).map_err(|e| format!("the backup's state: {e}"))?;
+    let state = decode_state(&backup.data).map_err(|e| format!("the backup's state: {e}"))?;
+    install(dir, state, plan).await
+}
+
+/// `serve --force-new-cluster`: the state this node's data dir holds (its
+/// snapshot and every entry of its log after it, applied whether or not
+/// the lost majority committed it) becomes a one-member cluster's, under
+/// the same floor rule as a restore. The old data dir is kept beside it,
+/// renamed; returns what was done and where the old data went.
+pub async fn force_new_cluster(
+    dir: &Path,
+    plan: &RestorePlan,
+) -> Result<(Restored, std::path::PathBuf), String> {
+    let state = survivor_state(dir).await?;
+    let name = dir
+        .file_name()
+        .map_or("data".into(), |n| n.to_string_lossy().into_owned());
+    let now = crate::clock::wall_unix_ms();
+    let aside = dir.with_file_name(format!("{name}.before-force-new-cluster-{now}"));
+    std::fs::rename(dir, &aside).map_err(|e| {
+        format!(
+            "cannot move {} aside to {}: {e}",
+            dir.display(),
+            aside.display()
+        )
+    })?;
+    Ok((install(dir, state, plan).await?, aside))
+}
+
+/// The state of the data dir `dir`: its snapshot, then its whole log.
+async fn survivor_state(dir: &Path) -> Result<leasehold_core::State, String> {
+    use openraft::storage::{RaftLogReader, RaftLogStorage};
+    let opened = crate::storage::open(dir, Arc::new(NoopListener));
+    let (mut log, mut machine) = opened.map_err(|e| format!("cannot open the data dir: {e}"))?;
+    let read = |e: openraft::StorageError<u64>| format!("cannot read the data dir: {e}");
+    let (applied, _) = machine.applied_state().await.map_err(read)?;
+    let last = log.get_log_state().await.map_err(read)?.last_log_id;
+    let from = applied.map_or(0, |id| id.index + 1);
+    if let Some(last) = last.filter(|last| last.index >= from) {
+        let entries = log
+            .try_get_log_entries(from..=last.index)
+            .await
+            .map_err(read)?;
+        machine.apply(entries).await.map_err(read)?;
+    }
+    Ok(machine.applied_copy().state)
+}
+
+/// Writes `state` into the empty `dir` as a new cluster's first snapshot.
+async fn install(
+    dir: &Path,
+    mut state: leasehold_core::State,
+    plan: &RestorePlan,
+) -> Result<Restored, String> {
+    refuse_used(dir)?;
     let backup_revision = state.revision().0;
+    let floor = plan.floor.for_revision(backup_revision)?;
     let now = crate::clock::wall_unix_ms();
     let leases_ended = state
-        .restore_for_new_cluster(Revision(plan.floor), plan.keep_leases, now)
+        .restore_for_new_cluster(Revision(floor), plan.keep_leases, now)
         .map_err(|e| e.to_string())?;
     let restored = Restored {
         backup_revision,
-        floor: plan.floor,
+        floor,
         leases_ended,
         locks: state.lock_count(),
         leases: state.lease_count(),
@@ -78,7 +154,7 @@ pub async fn restore(dir: &Path, backup: &Backup, plan: &RestorePlan) -> Result<
     let meta = SnapshotMeta {
         last_log_id: Some(log_id),
         last_membership: membership,
-        snapshot_id: format!("restored-{backup_revision}-{}", plan.floor),
+        snapshot_id: format!("restored-{backup_revision}-{floor}"),
     };
     let opened = crate::storage::open(dir, Arc::new(NoopListener));
     let (log, mut machine) = opened.map_err(|e| format!("cannot create the data dir: {e}"))?;

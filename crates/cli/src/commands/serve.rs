@@ -120,6 +120,28 @@ pub struct ServeArgs {
     /// Serve plaintext on a non-loopback address (refused without it).
     #[arg(long, env = "LEASEHOLD_INSECURE", conflicts_with = "tls_cert")]
     pub insecure: bool,
+    /// Lost quorum for good: make this node a one-member cluster from its
+    /// own data (the old data dir is kept beside it, renamed), with every
+    /// token above a floor (--token-floor or --revision-gap). Then add the
+    /// other members back with `leasehold member add`. Once only.
+    #[arg(long, conflicts_with_all = ["peers", "join"])]
+    pub force_new_cluster: bool,
+    /// With --force-new-cluster: tokens start above N.
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "force_new_cluster",
+        conflicts_with = "revision_gap"
+    )]
+    pub token_floor: Option<u64>,
+    /// With --force-new-cluster: tokens start G above this node's revision
+    /// (at least what the lost members could have handed out beyond it).
+    #[arg(long, value_name = "G", requires = "force_new_cluster",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub revision_gap: Option<u64>,
+    /// With --force-new-cluster: keep this node's leases and their locks.
+    #[arg(long, requires = "force_new_cluster")]
+    pub keep_leases: bool,
     /// Read settings from this TOML file: `flag-name = value` for any flag
     /// above (`data-dir = "/var/lib/leasehold"`, `join = true`). A flag on
     /// the command line wins, then its LEASEHOLD_* variable, then the file.
@@ -205,34 +227,14 @@ pub(crate) fn parse_peers(raw: &str) -> Result<BTreeMap<u64, String>, String> {
 /// Runs `serve`.
 pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     init_logging(args.log_format);
+    if args.force_new_cluster {
+        force_new_cluster(&args).await?;
+    }
     tracing::info!(
         worker_threads = tokio::runtime::Handle::current().metrics().num_workers(),
         "runtime started"
     );
-    let mut config = ServeConfig::single_node(args.data_dir.clone(), args.listen);
-    config.node_id = args.node_id;
-    config.peers = args.peers.clone().unwrap_or_default();
-    config.join = args.join;
-    config.cluster_token = args.cluster_token.clone();
-    config.bootstrap_admin = args.bootstrap_admin.clone();
-    config.metrics_auth = args.metrics_auth;
-    config.insecure = args.insecure;
-    config.tls = args
-        .tls_cert
-        .clone()
-        .zip(args.tls_key.clone())
-        .map(|(cert, key)| leasehold_server::tls::TlsFiles {
-            cert,
-            key,
-            client_ca: args.tls_client_ca.clone(),
-            peer_ca: args.peer_ca.clone(),
-        });
-    if let Some(entries) = args.snapshot_every {
-        config.snapshot_every_entries = entries;
-    }
-    if let Some(offset_ms) = args.wall_clock_offset_ms {
-        leasehold_server::clock::set_wall_clock_offset_ms(offset_ms);
-    }
+    let mut config = config_of(&args);
     // Announced only once the node can answer (what /readyz says): a node
     // still waiting for a leader, or to be added to a cluster, says nothing
     // on stdout yet (its log says why).
@@ -375,4 +377,71 @@ async fn shutdown_signal() {
         _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: shutting down"),
         _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
     }
+}
+
+/// `--force-new-cluster`: rewrites the data dir as a one-member cluster's
+/// (see `leasehold_server::restore::force_new_cluster`), loudly.
+async fn force_new_cluster(args: &ServeArgs) -> Result<(), CliError> {
+    let now = leasehold_server::clock::wall_unix_ms();
+    let floor = super::snapshot_restore::named_floor(args.token_floor, args.revision_gap, 0, now)?;
+    let plan = leasehold_server::restore::RestorePlan {
+        floor,
+        keep_leases: args.keep_leases,
+        members: BTreeMap::from([(args.node_id, args.listen.to_string())]),
+    };
+    let (done, aside) = leasehold_server::restore::force_new_cluster(&args.data_dir, &plan)
+        .await
+        .map_err(|why| CliError::new(Exit::Usage, format!("--force-new-cluster: {why}")))?;
+    tracing::warn!(
+        node_id = args.node_id,
+        revision = done.backup_revision,
+        token_floor = done.floor,
+        leases_ended = done.leases_ended,
+        old_data = %aside.display(),
+        "FORCED A NEW CLUSTER from this node's data: it is now the only member; every \
+         other member must be wiped and added back (`leasehold member add`), never restarted \
+         with its old data; every token from now on is above the floor"
+    );
+    eprintln!(
+        "WARNING: --force-new-cluster made node {} a one-member cluster from its own data \
+         (revision {}, {} leases ended); tokens start above {}; the old data is kept in {}. \
+         Wipe the other members and add them back with `leasehold member add`; never restart \
+         them with their old data.",
+        args.node_id,
+        done.backup_revision,
+        done.leases_ended,
+        done.floor,
+        aside.display()
+    );
+    Ok(())
+}
+
+/// The server's configuration from the flags (readiness and shutdown are
+/// the caller's); sets the wall clock's display offset, if one is given.
+fn config_of(args: &ServeArgs) -> ServeConfig {
+    let mut config = ServeConfig::single_node(args.data_dir.clone(), args.listen);
+    config.node_id = args.node_id;
+    config.peers = args.peers.clone().unwrap_or_default();
+    config.join = args.join;
+    config.cluster_token = args.cluster_token.clone();
+    config.bootstrap_admin = args.bootstrap_admin.clone();
+    config.metrics_auth = args.metrics_auth;
+    config.insecure = args.insecure;
+    config.tls = args
+        .tls_cert
+        .clone()
+        .zip(args.tls_key.clone())
+        .map(|(cert, key)| leasehold_server::tls::TlsFiles {
+            cert,
+            key,
+            client_ca: args.tls_client_ca.clone(),
+            peer_ca: args.peer_ca.clone(),
+        });
+    if let Some(entries) = args.snapshot_every {
+        config.snapshot_every_entries = entries;
+    }
+    if let Some(offset_ms) = args.wall_clock_offset_ms {
+        leasehold_server::clock::set_wall_clock_offset_ms(offset_ms);
+    }
+    config
 }

@@ -11,7 +11,7 @@ use crate::error::CliError;
 use crate::exit::Exit;
 use crate::output::print_json;
 use leasehold_server::backup::{self, BackupHeader};
-use leasehold_server::restore::{restore, RestorePlan};
+use leasehold_server::restore::{restore, Floor, RestorePlan};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -108,30 +108,40 @@ pub async fn run(args: RestoreArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The token floor the operator named; refused, with a suggestion, if
-/// they named none.
-fn floor(args: &RestoreArgs, header: &BackupHeader) -> Result<u64, CliError> {
-    match (args.token_floor, args.revision_gap) {
-        (Some(floor), _) => Ok(floor),
-        (None, Some(gap)) => header.revision.checked_add(gap).ok_or_else(|| {
-            CliError::new(
-                Exit::Usage,
-                "--revision-gap overflows a token: name a smaller one",
-            )
-        }),
+/// The floor the restore's flags name (see [`named_floor`]).
+fn floor(args: &RestoreArgs, header: &BackupHeader) -> Result<Floor, CliError> {
+    named_floor(
+        args.token_floor,
+        args.revision_gap,
+        header.revision,
+        header.created_unix_ms,
+    )
+}
+
+/// The floor `--token-floor` or `--revision-gap` names; refused, with a
+/// suggested gap for data at `revision` written at `written_unix_ms`, if
+/// neither is given (`serve --force-new-cluster` takes the same flags).
+pub fn named_floor(
+    token_floor: Option<u64>,
+    revision_gap: Option<u64>,
+    revision: u64,
+    written_unix_ms: u64,
+) -> Result<Floor, CliError> {
+    match (token_floor, revision_gap) {
+        (Some(floor), _) => Ok(Floor::At(floor)),
+        (None, Some(gap)) => Ok(Floor::AboveBy(gap)),
         (None, None) => {
             let now = leasehold_server::clock::wall_unix_ms();
-            let age_s = now.saturating_sub(header.created_unix_ms) / 1_000;
+            let age_s = now.saturating_sub(written_unix_ms) / 1_000;
             let gap = (age_s.saturating_mul(SUGGESTED_GRANTS_PER_S)).max(SUGGESTED_GAP_MIN);
             Err(CliError::new(
                 Exit::Usage,
                 format!(
-                    "name a token floor: the old cluster handed out tokens up to {} when this \
-                     backup was taken ({}s ago) and maybe many more since, and a token must never \
-                     repeat; pass --revision-gap G (at least the grants it could have made since: \
-                     {gap} allows {SUGGESTED_GRANTS_PER_S} a second for the backup's age) or \
-                     --token-floor N above the highest token any protected resource has seen",
-                    header.revision, age_s
+                    "name a token floor: the old cluster handed out tokens up to {revision} when \
+                     this state was written ({age_s}s ago) and maybe many more since, and a token \
+                     must never repeat; pass --revision-gap G (at least the grants it could have \
+                     made since: {gap} allows {SUGGESTED_GRANTS_PER_S} a second for that age) or \
+                     --token-floor N above the highest token any protected resource has seen"
                 ),
             ))
         }

@@ -151,6 +151,13 @@ fn decode(meta: &Meta, data: &[u8]) -> Result<AppliedState, DbError> {
     })
 }
 
+impl StateMachineStore {
+    /// A copy of the applied state (O(1): its tables are persistent maps).
+    pub fn applied_copy(&self) -> AppliedState {
+        self.shared.read_applied(AppliedState::clone)
+    }
+}
+
 impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
     /// Copies the state under the read lock, in O(1) (its big tables are
     /// persistent maps that share their nodes), then encodes the copy and

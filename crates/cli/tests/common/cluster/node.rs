@@ -66,6 +66,9 @@ pub enum Formation {
     Join,
     /// Neither: a one-member cluster of its own.
     Alone,
+    /// `--force-new-cluster --revision-gap G` (a survivor of a lost
+    /// quorum, once).
+    ForceNewCluster { revision_gap: u64 },
 }
 
 /// One node process and everything needed to restart it identically.
@@ -107,6 +110,9 @@ impl Node {
             Formation::Peers(peers) => cmd.args(["--peers", peers]),
             Formation::Join => cmd.arg("--join"),
             Formation::Alone => &mut cmd,
+            Formation::ForceNewCluster { revision_gap } => cmd
+                .arg("--force-new-cluster")
+                .args(["--revision-gap", &revision_gap.to_string()]),
         };
         cmd.args(self.tls_args.iter().flatten());
         let child = cmd
