@@ -35,6 +35,7 @@
 //! start-up, never applying something uncommitted).
 
 mod disk;
+pub mod format;
 mod identity_store;
 mod listener;
 mod log_store;
@@ -136,6 +137,11 @@ pub fn open_with(
         path: path.clone(),
         source,
     })?;
+    let marked = format::check_and_mark(&db, dir).map_err(|source| OpenError::Load {
+        path: path.clone(),
+        source,
+    })?;
+    marked.map_err(OpenError::NewerFormat)?;
     let db = Arc::new(db);
     let disk = Arc::new(DiskHealth::new(dir, options.segment_bytes));
     let first_segment_bytes = if wal::has_segments(dir) {
@@ -192,6 +198,9 @@ pub enum OpenError {
     /// The stored snapshot could not be read back.
     #[error("cannot load the snapshot stored in {path}: {source}")]
     Load { path: PathBuf, source: DbError },
+    /// The data dir was written by a newer build.
+    #[error(transparent)]
+    NewerFormat(format::NewerFormat),
 }
 
 /// What an operator does about a damaged data dir, in every such error.
