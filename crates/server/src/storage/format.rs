@@ -29,7 +29,10 @@ pub struct NewerFormat {
 }
 
 /// Refuses a newer format; marks an older (or unmarked) one as this build's.
-pub(crate) fn check_and_mark(db: &Database, path: &Path) -> Result<Result<(), NewerFormat>, DbError> {
+pub(crate) fn check_and_mark(
+    db: &Database,
+    path: &Path,
+) -> Result<Result<(), NewerFormat>, DbError> {
     match meta::read::<u32>(db, FORMAT)? {
         Some(found) if found > DATA_FORMAT => Ok(Err(NewerFormat {
             path: path.display().to_string(),
@@ -80,13 +83,19 @@ mod tests {
         assert_eq!(recorded_in(dir.path()), Some(DATA_FORMAT));
 
         set_format(dir.path(), DATA_FORMAT + 1);
-        let refused = open(dir.path(), Arc::new(NoopListener)).err().expect("refused");
+        let refused = open(dir.path(), Arc::new(NoopListener))
+            .err()
+            .expect("refused");
         let said = refused.to_string();
         assert!(
             said.contains(&format!("format {}", DATA_FORMAT + 1))
                 && said.contains(&format!("format {DATA_FORMAT} and older")),
             "{said}"
         );
-        assert_eq!(recorded_in(dir.path()), Some(DATA_FORMAT + 1), "left as it was");
+        assert_eq!(
+            recorded_in(dir.path()),
+            Some(DATA_FORMAT + 1),
+            "left as it was"
+        );
     }
 }
