@@ -78,3 +78,37 @@ fn t262_a_survivor_forms_a_new_cluster_above_every_earlier_token() {
         (status.leader == 1 && status.revision >= before + 1_000).then_some(())
     });
 }
+
+#[test]
+fn t262_a_refused_force_leaves_the_data_dir_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut node = common::Server::start_in(&data, common::free_port());
+    node.ok_json(&["acquire", "dr/x", "--json"]);
+    node.kill9();
+    let serve = |extra: &[&str], data: &std::path::Path| {
+        let mut command = std::process::Command::new(common::BIN);
+        command
+            .args(["serve", "--data-dir"])
+            .arg(data)
+            .arg("--force-new-cluster");
+        command.args(extra).output().expect("run serve")
+    };
+    for (extra, said) in [
+        (&[][..], "name a token floor"),
+        (&["--token-floor", "1"][..], "not above"),
+    ] {
+        let refused = serve(extra, &data);
+        assert_eq!(refused.status.code(), Some(2), "{extra:?}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains(said), "{extra:?}: {stderr}");
+    }
+    // Untouched: still there, nothing moved aside.
+    assert!(data.join("leasehold.redb").exists());
+    let siblings = std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(siblings, 1, "nothing was moved aside");
+    let empty = dir.path().join("empty");
+    let refused = serve(&["--revision-gap", "10"], &empty);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("holds no node's data"));
+}

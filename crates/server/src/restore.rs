@@ -65,19 +65,31 @@ pub struct Restored {
 pub async fn restore(dir: &Path, backup: &Backup, plan: &RestorePlan) -> Result<Restored, String> {
     refuse_used(dir)?;
     let state = decode_state(&backup.data).map_err(|e| format!("the backup's state: {e}"))?;
-    install(dir, state, plan).await
+    let (state, restored) = prepare(state, plan)?;
+    write(dir, state, &restored, plan).await?;
+    Ok(restored)
 }
 
 /// `serve --force-new-cluster`: the state this node's data dir holds (its
 /// snapshot and every entry of its log after it, applied whether or not
 /// the lost majority committed it) becomes a one-member cluster's, under
-/// the same floor rule as a restore. The old data dir is kept beside it,
-/// renamed; returns what was done and where the old data went.
+/// the same floor rule as a restore. Everything that can be refused is
+/// checked before the data dir is touched; then it is renamed aside (kept)
+/// and the new one written. Returns what was done and where the old data went.
 pub async fn force_new_cluster(
     dir: &Path,
     plan: &RestorePlan,
 ) -> Result<(Restored, std::path::PathBuf), String> {
+    let holds_data = dir.join(crate::storage::DB_FILE_NAME).exists();
+    if !holds_data {
+        return Err(format!(
+            "{} holds no node's data: --force-new-cluster rebuilds a cluster from a survivor's \
+             data dir (to start from a backup, use `leasehold snapshot restore`)",
+            dir.display()
+        ));
+    }
     let state = survivor_state(dir).await?;
+    let (state, restored) = prepare(state, plan)?;
     let name = dir
         .file_name()
         .map_or("data".into(), |n| n.to_string_lossy().into_owned());
@@ -90,7 +102,8 @@ pub async fn force_new_cluster(
             aside.display()
         )
     })?;
-    Ok((install(dir, state, plan).await?, aside))
+    write(dir, state, &restored, plan).await?;
+    Ok((restored, aside))
 }
 
 /// The state of the data dir `dir`: its snapshot, then its whole log.
@@ -112,13 +125,15 @@ async fn survivor_state(dir: &Path) -> Result<leasehold_core::State, String> {
     Ok(machine.applied_copy().state)
 }
 
-/// Writes `state` into the empty `dir` as a new cluster's first snapshot.
-async fn install(
-    dir: &Path,
+/// `state` made the start of a new cluster under `plan` (its leases ended
+/// unless kept, its revision raised to the floor), and what that did.
+fn prepare(
     mut state: leasehold_core::State,
     plan: &RestorePlan,
-) -> Result<Restored, String> {
-    refuse_used(dir)?;
+) -> Result<(leasehold_core::State, Restored), String> {
+    if plan.members.is_empty() {
+        return Err("a restored cluster needs a member".into());
+    }
     let backup_revision = state.revision().0;
     let floor = plan.floor.for_revision(backup_revision)?;
     let now = crate::clock::wall_unix_ms();
@@ -132,11 +147,19 @@ async fn install(
         locks: state.lock_count(),
         leases: state.lease_count(),
     };
-    let first = *plan
-        .members
-        .keys()
-        .next()
-        .ok_or("a restored cluster needs a member")?;
+    Ok((state, restored))
+}
+
+/// Writes the prepared `state` into the empty `dir` as a new cluster's
+/// first snapshot.
+async fn write(
+    dir: &Path,
+    state: leasehold_core::State,
+    restored: &Restored,
+    plan: &RestorePlan,
+) -> Result<(), String> {
+    refuse_used(dir)?;
+    let first = *plan.members.keys().next().expect("checked by prepare");
     let log_id = LogId::new(CommittedLeaderId::new(1, first), 1);
     let voters: BTreeSet<u64> = plan.members.keys().copied().collect();
     let nodes: BTreeMap<u64, BasicNode> = plan
@@ -154,7 +177,7 @@ async fn install(
     let meta = SnapshotMeta {
         last_log_id: Some(log_id),
         last_membership: membership,
-        snapshot_id: format!("restored-{backup_revision}-{floor}"),
+        snapshot_id: format!("restored-{}-{}", restored.backup_revision, restored.floor),
     };
     let opened = crate::storage::open(dir, Arc::new(NoopListener));
     let (log, mut machine) = opened.map_err(|e| format!("cannot create the data dir: {e}"))?;
@@ -163,7 +186,7 @@ async fn install(
         .await
         .map_err(|e| format!("cannot write the restored state: {e}"))?;
     drop((log, machine));
-    Ok(restored)
+    Ok(())
 }
 
 /// A restore writes a new node: refuse a dir that already holds one.
