@@ -168,3 +168,91 @@ fn t261_a_restored_cluster_hands_out_tokens_above_the_floor_and_keeps_the_fenced
     let next = kept_node.ok_json(&["acquire", "restore/other", "--json"]);
     assert!(next["token"].as_u64().unwrap() > 5000, "{next}");
 }
+
+/// Serve processes stopped when the test ends, however it ends.
+struct Nodes(Vec<std::process::Child>);
+
+impl Drop for Nodes {
+    fn drop(&mut self) {
+        for node in &mut self.0 {
+            let _ = node.kill();
+            let _ = node.wait();
+        }
+    }
+}
+
+#[test]
+fn t261_three_nodes_restored_from_one_backup_form_one_cluster_above_the_floor() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = backed_up(dir.path());
+    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let peers = (1..=3)
+        .map(|id| format!("{id}=127.0.0.1:{}", ports[id - 1]))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut nodes = Nodes(Vec::new());
+    for id in 1..=3usize {
+        let data = dir.path().join(format!("n{id}"));
+        let node_id = id.to_string();
+        let restore = [
+            "snapshot",
+            "restore",
+            &before.backup,
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--node-id",
+            &node_id,
+            "--peers",
+            &peers,
+            "--revision-gap",
+            "500",
+            "--keep-leases",
+        ];
+        before.old.cli(&restore).expect_code(0);
+        let listen = format!("127.0.0.1:{}", ports[id - 1]);
+        let node = std::process::Command::new(common::BIN)
+            .args([
+                "serve",
+                "--node-id",
+                &node_id,
+                "--listen",
+                &listen,
+                "--data-dir",
+            ])
+            .arg(&data)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn a restored node");
+        nodes.0.push(node);
+    }
+    let endpoints = ports
+        .iter()
+        .map(|port| format!("http://127.0.0.1:{port}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let cli = |args: &[&str]| {
+        let mut command = std::process::Command::new(common::BIN);
+        command.args(["--endpoints", &endpoints]).args(args);
+        command.output().expect("run leasehold")
+    };
+    let json = |out: std::process::Output| -> serde_json::Value {
+        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+    };
+    common::wait_for(
+        "the restored nodes to elect a leader",
+        std::time::Duration::from_secs(30),
+        || {
+            let status = json(cli(&["status", "--json"]));
+            (status["leader"].as_u64().unwrap_or(0) != 0).then_some(())
+        },
+    );
+    let lock = json(cli(&["get", "restore/held", "--json"]));
+    let holder = (lock["lease"].as_u64(), lock["token"].as_u64());
+    assert_eq!(holder, (Some(before.lease), Some(before.token)), "{lock}");
+    let next = json(cli(&["acquire", "restore/new", "--json"]));
+    assert!(
+        next["token"].as_u64().unwrap_or(0) > before.revision + 500,
+        "{next}"
+    );
+}
