@@ -126,22 +126,10 @@ pub struct ServeArgs {
     /// other members back with `leasehold member add`. Once only.
     #[arg(long, conflicts_with_all = ["peers", "join"])]
     pub force_new_cluster: bool,
-    /// With --force-new-cluster: tokens start above N.
-    #[arg(
-        long,
-        value_name = "N",
-        requires = "force_new_cluster",
-        conflicts_with = "revision_gap"
-    )]
-    pub token_floor: Option<u64>,
-    /// With --force-new-cluster: tokens start G above this node's revision
-    /// (at least what the lost members could have handed out beyond it).
-    #[arg(long, value_name = "G", requires = "force_new_cluster",
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub revision_gap: Option<u64>,
-    /// With --force-new-cluster: keep this node's leases and their locks.
-    #[arg(long, requires = "force_new_cluster")]
-    pub keep_leases: bool,
+    /// With --force-new-cluster only: the token floor, and whether this
+    /// node's leases are kept.
+    #[command(flatten)]
+    pub floor: super::snapshot_restore::FloorFlags,
     /// Read settings from this TOML file: `flag-name = value` for any flag
     /// above (`data-dir = "/var/lib/leasehold"`, `join = true`). A flag on
     /// the command line wins, then its LEASEHOLD_* variable, then the file.
@@ -226,6 +214,12 @@ pub(crate) fn parse_peers(raw: &str) -> Result<BTreeMap<u64, String>, String> {
 
 /// Runs `serve`.
 pub async fn run(args: ServeArgs) -> Result<(), CliError> {
+    if args.floor.given() && !args.force_new_cluster {
+        return Err(CliError::new(
+            Exit::Usage,
+            "--token-floor, --revision-gap and --keep-leases go with --force-new-cluster",
+        ));
+    }
     init_logging(args.log_format);
     if args.force_new_cluster {
         force_new_cluster(&args).await?;
@@ -383,12 +377,8 @@ async fn shutdown_signal() {
 /// (see `leasehold_server::restore::force_new_cluster`), loudly.
 async fn force_new_cluster(args: &ServeArgs) -> Result<(), CliError> {
     let now = leasehold_server::clock::wall_unix_ms();
-    let floor = super::snapshot_restore::named_floor(args.token_floor, args.revision_gap, 0, now)?;
-    let plan = leasehold_server::restore::RestorePlan {
-        floor,
-        keep_leases: args.keep_leases,
-        members: BTreeMap::from([(args.node_id, args.listen.to_string())]),
-    };
+    let members = BTreeMap::from([(args.node_id, args.listen.to_string())]);
+    let plan = args.floor.plan(0, now, members)?;
     let (done, aside) = leasehold_server::restore::force_new_cluster(&args.data_dir, &plan)
         .await
         .map_err(|why| CliError::new(Exit::Usage, format!("--force-new-cluster: {why}")))?;

@@ -10,7 +10,7 @@ use super::serve::parse_peers;
 use crate::error::CliError;
 use crate::exit::Exit;
 use crate::output::print_json;
-use leasehold_server::backup::{self, BackupHeader};
+use leasehold_server::backup;
 use leasehold_server::restore::{restore, Floor, RestorePlan};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -23,6 +23,53 @@ const SUGGESTED_GRANTS_PER_S: u64 = 1_000_000;
 /// The smallest gap suggested, whatever the backup's age.
 const SUGGESTED_GAP_MIN: u64 = 1_000_000_000;
 
+/// Where a new cluster's tokens start, and whether the old state's leases
+/// live on: the flags `snapshot restore` and `serve --force-new-cluster`
+/// share.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct FloorFlags {
+    /// Every token handed out from now on is above N (N above the state's
+    /// revision, and above the highest token any protected resource saw).
+    #[arg(long, value_name = "N", conflicts_with = "revision_gap")]
+    pub token_floor: Option<u64>,
+    /// The floor is the state's revision plus G: at least the tokens the
+    /// old cluster may have handed out beyond it.
+    #[arg(long, value_name = "G", value_parser = clap::value_parser!(u64).range(1..))]
+    pub revision_gap: Option<u64>,
+    /// Keep the state's leases and the locks they hold (their holders must
+    /// still be renewing them) instead of ending them.
+    #[arg(long)]
+    pub keep_leases: bool,
+}
+
+impl FloorFlags {
+    /// Whether any of these flags was given.
+    pub fn given(&self) -> bool {
+        self.token_floor.is_some() || self.revision_gap.is_some() || self.keep_leases
+    }
+
+    /// The plan for a new cluster of `members` from a state at `revision`
+    /// written at `written_unix_ms`; refused, with a suggested gap, if no
+    /// floor was named.
+    pub fn plan(
+        &self,
+        revision: u64,
+        written_unix_ms: u64,
+        members: BTreeMap<u64, String>,
+    ) -> Result<RestorePlan, CliError> {
+        Ok(RestorePlan {
+            floor: named_floor(
+                self.token_floor,
+                self.revision_gap,
+                revision,
+                written_unix_ms,
+            )?,
+            keep_leases: self.keep_leases,
+            members,
+        })
+    }
+}
+
 /// `leasehold snapshot restore`
 #[derive(clap::Args, Debug)]
 pub struct RestoreArgs {
@@ -31,18 +78,9 @@ pub struct RestoreArgs {
     /// The new node's data dir: empty or missing.
     #[arg(long)]
     pub data_dir: PathBuf,
-    /// Every token handed out after the restore is above N (N above the
-    /// backup's revision).
-    #[arg(long, value_name = "N", conflicts_with = "revision_gap")]
-    pub token_floor: Option<u64>,
-    /// The floor is the backup's revision plus G: at least the tokens the
-    /// old cluster may have handed out since the backup.
-    #[arg(long, value_name = "G", value_parser = clap::value_parser!(u64).range(1..))]
-    pub revision_gap: Option<u64>,
-    /// Keep the backup's leases and the locks they hold (their holders
-    /// must still be renewing them) instead of ending them.
-    #[arg(long)]
-    pub keep_leases: bool,
+    /// The token floor, and whether the backup's leases are kept.
+    #[command(flatten)]
+    pub floor: FloorFlags,
     /// The new node's id.
     #[arg(long, default_value_t = 1)]
     pub node_id: u64,
@@ -63,7 +101,6 @@ pub struct RestoreArgs {
 pub async fn run(args: RestoreArgs) -> Result<(), CliError> {
     let read = backup::read_file(&args.file)
         .map_err(|e| CliError::new(Exit::Other, format!("{}: {e}", args.file.display())))?;
-    let floor = floor(&args, &read.header)?;
     let members = match &args.peers {
         Some(peers) if !peers.contains_key(&args.node_id) => {
             let why = format!("--peers does not list this node ({})", args.node_id);
@@ -72,11 +109,10 @@ pub async fn run(args: RestoreArgs) -> Result<(), CliError> {
         Some(peers) => peers.clone(),
         None => BTreeMap::from([(args.node_id, args.listen.to_string())]),
     };
-    let plan = RestorePlan {
-        floor,
-        keep_leases: args.keep_leases,
-        members,
-    };
+    let header = &read.header;
+    let plan = args
+        .floor
+        .plan(header.revision, header.created_unix_ms, members)?;
     let done = restore(&args.data_dir, &read, &plan)
         .await
         .map_err(|why| CliError::new(Exit::Usage, why))?;
@@ -108,20 +144,10 @@ pub async fn run(args: RestoreArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The floor the restore's flags name (see [`named_floor`]).
-fn floor(args: &RestoreArgs, header: &BackupHeader) -> Result<Floor, CliError> {
-    named_floor(
-        args.token_floor,
-        args.revision_gap,
-        header.revision,
-        header.created_unix_ms,
-    )
-}
-
 /// The floor `--token-floor` or `--revision-gap` names; refused, with a
 /// suggested gap for data at `revision` written at `written_unix_ms`, if
-/// neither is given (`serve --force-new-cluster` takes the same flags).
-pub fn named_floor(
+/// neither is given.
+fn named_floor(
     token_floor: Option<u64>,
     revision_gap: Option<u64>,
     revision: u64,
