@@ -166,3 +166,38 @@ async fn a_snapshot_that_fails_its_crc_is_refused_with_the_offset() {
     assert!(message.contains("leasehold.redb"), "{message}");
     assert!(message.contains("from a backup"), "{message}");
 }
+
+#[tokio::test]
+async fn a_record_of_a_newer_format_is_refused_naming_both_formats_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    write_nine(dir.path(), 1 << 20).await;
+    let newer = storage::DATA_FORMAT + 1;
+    let records = storage::wal_records(dir.path()).unwrap();
+    let place = records.into_iter().find(|r| r.index == 9).unwrap();
+    storage::rewrite_wal_record_format(dir.path(), 9, newer).unwrap();
+    let written = std::fs::read(&place.segment).unwrap();
+    let message = refusal(dir.path(), 1 << 20);
+    assert!(
+        message.contains(&format!("written by data format {newer}"))
+            && message.contains(&format!("format {} and older", storage::DATA_FORMAT)),
+        "{message}"
+    );
+    // Not taken for a torn tail and erased: the segment is as it was, for
+    // the build that wrote the record to read.
+    assert!(
+        std::fs::read(&place.segment).unwrap() == written,
+        "the refused segment changed"
+    );
+}
+
+#[tokio::test]
+async fn records_of_the_previous_format_read_beside_this_one() {
+    let dir = tempfile::tempdir().unwrap();
+    write_nine(dir.path(), 1 << 20).await;
+    for index in 1..=5 {
+        storage::rewrite_wal_record_format(dir.path(), index, 1).unwrap();
+    }
+    let (mut log, _sm) = open(dir.path(), 1 << 20).unwrap();
+    let read = log.try_get_log_entries(1..10).await.unwrap();
+    assert_eq!(read, (1..10).map(ent).collect::<Vec<_>>());
+}

@@ -49,6 +49,7 @@ mod state_machine;
 pub mod wal;
 
 pub use disk::{free_bytes, DiskFault, DiskHealth, NoSpaceToStart};
+pub use format::DATA_FORMAT;
 pub use identity_store::IdentityStore;
 pub use listener::{ApplyListener, NoopListener};
 pub use log_store::LogStore;
@@ -58,7 +59,10 @@ pub use power_cut::{
 pub use shared::{AppliedState, SharedState};
 pub(crate) use state_machine::encode as encode_snapshot;
 pub use state_machine::{decode_state, StateMachineStore};
-pub use wal::{tear_wal_tail, wal_records, RecordPlace, TornTail, FSYNC_FAIL_AFTER_ENV};
+pub use wal::{
+    rewrite_wal_record_format, tear_wal_tail, wal_records, RecordPlace, TornTail,
+    FSYNC_FAIL_AFTER_ENV,
+};
 
 use redb::{Database, TableDefinition};
 use std::path::{Path, PathBuf};
@@ -242,6 +246,32 @@ pub enum DbError {
         valid_path: PathBuf,
         /// The valid record's byte offset in `valid_path`.
         valid_offset: u64,
+    },
+    /// A whole log record was written by a newer data format than this
+    /// build reads (see `wal::record`).
+    #[error(
+        "the log record at byte {offset} of {} was written by data format {found}, newer than \
+         this build reads (format {} and older): run the release that wrote it, or a newer one",
+        .path.display(), format::DATA_FORMAT
+    )]
+    NewerRecord {
+        /// The segment file holding the record.
+        path: PathBuf,
+        /// The record's byte offset in it.
+        offset: u64,
+        /// The format it names.
+        found: u32,
+    },
+    /// Snapshot bytes (stored, sent by the leader, or in a backup) were
+    /// written by a newer data format than this build reads.
+    #[error(
+        "the snapshot was written by data format {found}, newer than this build reads (format {} \
+         and older): upgrade this node to the release of the node that wrote it",
+        format::DATA_FORMAT
+    )]
+    NewerSnapshot {
+        /// The format it names.
+        found: u32,
     },
     /// The stored snapshot fails its checksum or does not decode.
     #[error(

@@ -5,8 +5,10 @@
 //! state is rebuilt from the latest snapshot plus openraft re-applying the
 //! committed entries after it. A snapshot is the postcard encoding of
 //! `(State, last_applied, last_membership)` followed by the state's
-//! semaphores and read-write locks (see `encode`).
+//! semaphores and read-write locks (see `encode`), after the mark of the
+//! data format that wrote it (`format::mark_snapshot`).
 
+use super::format;
 use super::snapshot_store::{self, Meta};
 use super::{blocking, AppliedState, ApplyListener, DbError, DiskHealth, SharedState};
 use crate::raft::types::{BatchOutcome, LogId, TypeConfig};
@@ -111,13 +113,18 @@ impl StateMachineStore {
 /// that a snapshot written before it existed, which ends before it, reads
 /// as having none.
 pub(crate) fn encode(applied: &AppliedState) -> Result<Vec<u8>, postcard::Error> {
-    postcard::to_allocvec(&(
-        &applied.state,
-        &applied.last_applied,
-        &applied.last_membership,
-        applied.state.stored_pools(),
-        applied.state.stored_lock_sets(),
-    ))
+    let mut out = Vec::new();
+    format::mark_snapshot(&mut out);
+    postcard::to_extend(
+        &(
+            &applied.state,
+            &applied.last_applied,
+            &applied.last_membership,
+            applied.state.stored_pools(),
+            applied.state.stored_lock_sets(),
+        ),
+        out,
+    )
 }
 
 /// Decodes the state alone from snapshot bytes (a backup's, for its
@@ -135,7 +142,7 @@ pub fn decode_state(data: &[u8]) -> Result<State, DbError> {
 fn decode(meta: &Meta, data: &[u8]) -> Result<AppliedState, DbError> {
     type Encoded = (State, Option<LogId>, StoredMembership<u64, BasicNode>);
     let ((mut state, _last_applied, _last_membership), pools): (Encoded, &[u8]) =
-        postcard::take_from_bytes(data)?;
+        postcard::take_from_bytes(format::snapshot_body(data)?)?;
     if !pools.is_empty() {
         let (pools, sets): (_, &[u8]) = postcard::take_from_bytes(pools)?;
         state.restore_pools(pools);

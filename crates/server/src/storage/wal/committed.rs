@@ -47,9 +47,10 @@ impl CommittedFile {
     /// Overwrites the stored value (not fsynced).
     pub fn save(&self, committed: Option<LogId>) -> Result<(), DbError> {
         let payload = postcard::to_allocvec(&committed)?;
+        let header =
+            record::header_for(&payload, false).ok_or(postcard::Error::SerializeBufferFull)?;
         let mut bytes = Vec::with_capacity(HEADER + payload.len());
-        bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        bytes.extend_from_slice(&record::checksum(&payload).to_le_bytes());
+        bytes.extend_from_slice(&header);
         bytes.extend_from_slice(&payload);
         crate::storage::power_cut::write_at(&self.file, &bytes, 0)?;
         Ok(())
@@ -59,13 +60,11 @@ impl CommittedFile {
 /// The value in `bytes`, or `None` if missing or torn.
 fn decode(bytes: &[u8]) -> Option<LogId> {
     let header: [u8; HEADER] = bytes.get(..HEADER)?.try_into().ok()?;
-    let Header::Record { len, crc } = record::parse_header(header) else {
+    let Header::Record { len, .. } = record::parse_header(header) else {
         return None;
     };
     let payload = bytes.get(HEADER..HEADER + len as usize)?;
-    if record::checksum(payload) != crc {
-        return None;
-    }
+    record::verify(header, payload)?;
     postcard::from_bytes::<Option<LogId>>(payload).ok()?
 }
 

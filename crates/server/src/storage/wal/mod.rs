@@ -47,7 +47,7 @@ mod segment;
 
 pub(crate) use committed::CommittedFile;
 pub use fault::FSYNC_FAIL_AFTER_ENV;
-pub use offline::{tear_wal_tail, wal_records, RecordPlace, TornTail};
+pub use offline::{rewrite_wal_record_format, tear_wal_tail, wal_records, RecordPlace, TornTail};
 
 use crate::raft::types::{LogId, TypeConfig};
 use crate::storage::{power_cut, DbError, DiskHealth};
@@ -419,12 +419,12 @@ fn decode_records(mut buf: &[u8], entries: &mut Vec<Entry<TypeConfig>>) -> Resul
             .get(..HEADER)
             .and_then(|h| h.try_into().ok())
             .ok_or_else(|| DbError::Corrupt("short log record".into()))?;
-        let Header::Record { len, crc } = record::parse_header(header) else {
+        let Header::Record { len, .. } = record::parse_header(header) else {
             return Err(DbError::Corrupt("log record erased under a reader".into()));
         };
         let payload = buf
             .get(HEADER..HEADER + len as usize)
-            .filter(|payload| record::verify(payload, crc).is_some())
+            .filter(|payload| record::verify(header, payload).is_some())
             .ok_or_else(|| DbError::Corrupt("log record fails its checksum".into()))?;
         entries.push(record::decode_entry(payload)?);
         buf = &buf[HEADER + len as usize..];

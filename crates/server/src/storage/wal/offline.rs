@@ -10,8 +10,9 @@
 //! partial record after the last one, as the interrupted append would have
 //! left it, and a restart must erase it and keep everything acknowledged.
 
+use super::record::{self, HEADER};
 use super::recovery::{self, Scan};
-use super::{record::HEADER, segment, LOG_DIR};
+use super::{segment, LOG_DIR};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -91,6 +92,31 @@ pub fn tear_wal_tail(data_dir: &Path) -> io::Result<TornTail> {
     })
 }
 
+/// On a stopped node's data dir, rewrites the header of the record holding
+/// log index `index` as data format `format` would have written it (its
+/// append's mark kept; format 1 writes the bare length), so tests can make
+/// a log of an older or a newer format than this build's.
+pub fn rewrite_wal_record_format(data_dir: &Path, index: u64, format: u32) -> io::Result<()> {
+    let place = wal_records(data_dir)?
+        .into_iter()
+        .find(|place| place.index == index)
+        .ok_or_else(|| io::Error::other(format!("no log record of index {index}")))?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&place.segment)?;
+    let mut bytes = vec![0; place.bytes as usize];
+    file.read_exact_at(&mut bytes, place.offset)?;
+    let (header, payload) = bytes.split_at(HEADER);
+    let first = record::verify(header.try_into().expect("a header"), payload)
+        .ok_or_else(|| io::Error::other("the record fails its checksum"))?;
+    let format = if format == 1 { 0 } else { format };
+    let header = record::header_of_format(payload, first, format)
+        .ok_or_else(|| io::Error::other("the record is too long"))?;
+    file.write_all_at(&header, place.offset)?;
+    file.sync_data()
+}
+
 /// Each segment of the log, in index order, with its scan.
 fn scan_segments(data_dir: &Path) -> io::Result<Vec<(PathBuf, std::fs::File, Scan)>> {
     let dir = data_dir.join(LOG_DIR);
@@ -99,7 +125,7 @@ fn scan_segments(data_dir: &Path) -> io::Result<Vec<(PathBuf, std::fs::File, Sca
         .map(|first| {
             let path = dir.join(segment::file_name(first));
             let file = segment::open_file(&path)?;
-            let scan = recovery::scan(&file, first)?;
+            let scan = recovery::scan(&file, &path, first).map_err(io::Error::other)?;
             Ok((path, file, scan))
         })
         .collect()

@@ -33,6 +33,7 @@ use super::index::{Index, Slot};
 use super::record::{self, Header, HEADER};
 use super::segment::{self, Segment};
 use crate::raft::types::LogId;
+use crate::storage::format::DATA_FORMAT;
 use crate::storage::DbError;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
@@ -78,7 +79,7 @@ pub(crate) fn recover(dir: &Path, purged: Option<LogId>) -> Result<Recovered, Db
         }
         let path = dir.join(segment::file_name(first));
         let file = segment::open_file(&path)?;
-        let scan = scan(&file, first)?;
+        let scan = scan(&file, &path, first)?;
         if let Some(why) = scan.bad {
             let next = names
                 .iter()
@@ -206,16 +207,19 @@ fn first_append_start(bytes: &[u8]) -> Option<usize> {
 /// else whether it is the first of its append.
 fn valid_record_at(bytes: &[u8], at: usize) -> Option<bool> {
     let header = bytes.get(at..at + HEADER)?.try_into().ok()?;
-    let Header::Record { len, crc } = record::parse_header(header) else {
+    let Header::Record { len, .. } = record::parse_header(header) else {
         return None;
     };
     let payload = bytes.get(at + HEADER..at + HEADER + len as usize)?;
-    let first = record::verify(payload, crc)?;
+    let first = record::verify(header, payload)?;
     record::decode_log_id(payload).ok().map(|_| first)
 }
 
-/// Reads the good records at the start of a segment.
-pub(crate) fn scan(file: &File, first: u64) -> io::Result<Scan> {
+/// Reads the good records at the start of a segment. A whole record
+/// written by a newer data format than this build's is refused
+/// ([`DbError::NewerRecord`]): it is neither torn nor damaged, and
+/// erasing it would lose acknowledged entries.
+pub(crate) fn scan(file: &File, path: &Path, first: u64) -> Result<Scan, DbError> {
     let file_len = file.metadata()?.len();
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let mut records = Vec::new();
@@ -227,17 +231,24 @@ pub(crate) fn scan(file: &File, first: u64) -> io::Result<Scan> {
         }
         let mut header = [0; HEADER];
         reader.read_exact(&mut header)?;
-        let (len, crc) = match record::parse_header(header) {
+        let (len, format) = match record::parse_header(header) {
             Header::End => break None,
-            Header::Record { len, crc } => (len, crc),
+            Header::Record { len, format } => (len, format),
         };
         if offset + (HEADER as u64) + u64::from(len) > file_len {
             break Some("its length runs past the end of the file");
         }
         payload.resize(len as usize, 0);
         reader.read_exact(&mut payload)?;
-        if record::verify(&payload, crc).is_none() {
+        if record::verify(header, &payload).is_none() {
             break Some("it fails its checksum");
+        }
+        if format > DATA_FORMAT {
+            return Err(DbError::NewerRecord {
+                path: path.to_path_buf(),
+                offset,
+                found: format,
+            });
         }
         let expected = first + records.len() as u64;
         match record::decode_log_id(&payload) {
