@@ -197,6 +197,40 @@ impl Command {
     }
 }
 
+/// The Raft protocol this build speaks: that of the release that added its
+/// newest command (see [`Command::protocol`]).
+pub const PROTOCOL_VERSION: u32 = 2;
+
+impl Command {
+    /// The protocol every node must speak to read this command in a log
+    /// entry: 1 for the commands of the releases before semaphores, 2 for
+    /// semaphores and read-write locks, elections and sets of locks. A
+    /// leader proposes a command only when every member speaks its
+    /// protocol, so a rolling upgrade never sends a node of the previous
+    /// release an entry it cannot decode.
+    pub fn protocol(&self) -> u32 {
+        // No wildcard: a new command must say which protocol added it.
+        match self {
+            Command::GrantLease { .. }
+            | Command::KeepAlive { .. }
+            | Command::RevokeLease { .. }
+            | Command::ExpireLease { .. }
+            | Command::Acquire(_)
+            | Command::Release { .. }
+            | Command::CancelWait { .. }
+            | Command::EndLockDelay { .. }
+            | Command::EndHold { .. }
+            | Command::FencedPut { .. }
+            | Command::ForceRelease { .. }
+            | Command::Auth(_)
+            | Command::Audit(_)
+            | Command::TimeOutWaits { .. } => 1,
+            Command::AcquirePermits(_) | Command::Proclaim(_) | Command::AcquireAll(_) => 2,
+            Command::As { command, .. } => command.protocol(),
+        }
+    }
+}
+
 impl Command {
     /// Refuses a command that is never proposed on a principal's behalf:
     /// the server's own (timers, audit entries) and a second wrapper.

@@ -61,7 +61,7 @@ mod thin_text;
 mod wait_queue;
 mod wait_set;
 
-pub use command::{Acquire, Command, OwnerInfo};
+pub use command::{Acquire, Command, OwnerInfo, PROTOCOL_VERSION};
 pub use election::Proclaim;
 pub use error::LockError;
 pub use fenced::{check_fenced_value, FencedEntry, FencedKey};

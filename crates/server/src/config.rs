@@ -28,6 +28,12 @@ pub struct ServeConfig {
     pub raft_timings: RaftTimings,
     /// Log entries between snapshots (bounds the log and the replay at restart).
     pub snapshot_every_entries: u64,
+    /// The Raft protocol this node speaks ([`PROTOCOL_VERSION`]; an older
+    /// one only to act as the previous release in rolling-upgrade tests,
+    /// see [`crate::raft::protocol`]).
+    ///
+    /// [`PROTOCOL_VERSION`]: crate::raft::protocol::PROTOCOL_VERSION
+    pub protocol_version: u32,
     /// The members of a new cluster (node id → host:port other nodes and
     /// clients reach it at), the same on every member. Empty: a one-member
     /// cluster of this node at `listen`. Used only on an empty data dir.
@@ -68,6 +74,7 @@ impl ServeConfig {
             failover_margin: Duration::from_millis(500),
             raft_timings: RaftTimings::default(),
             snapshot_every_entries: crate::raft::node::SNAPSHOT_EVERY_ENTRIES,
+            protocol_version: crate::raft::protocol::PROTOCOL_VERSION,
             peers: BTreeMap::new(),
             join: false,
             cluster_token: crate::identity::DEFAULT_CLUSTER_TOKEN.into(),
@@ -124,6 +131,14 @@ impl ServeConfig {
             return Err(crate::ServeError::Config(
                 "--cluster-token must not be empty (the default is \"leasehold\")".into(),
             ));
+        }
+        use crate::raft::protocol::{PROTOCOL_OLDEST, PROTOCOL_VERSION};
+        if !(PROTOCOL_OLDEST..=PROTOCOL_VERSION).contains(&self.protocol_version) {
+            return Err(crate::ServeError::Config(format!(
+                "--protocol-version {} is not one this build speaks ({PROTOCOL_OLDEST} to \
+                 {PROTOCOL_VERSION})",
+                self.protocol_version
+            )));
         }
         if self.snapshot_every_entries == 0 {
             return Err(crate::ServeError::Config(

@@ -15,6 +15,7 @@
 
 use crate::clock::wall_unix_ms;
 use crate::raft::commit_thread::CommitThread;
+use crate::raft::protocol::{OlderMember, Protocols};
 use crate::raft::quorum::{NoQuorum, QuorumMonitor};
 use crate::raft::types::{Batch, Raft};
 use crate::storage::{DiskFault, DiskHealth};
@@ -50,6 +51,10 @@ pub enum ProposeError {
     /// This node's disk takes no writes (a failed fsync, a full disk).
     #[error(transparent)]
     Disk(DiskFault),
+    /// The command needs a protocol a member does not speak yet (a rolling
+    /// upgrade is under way).
+    #[error(transparent)]
+    OlderMember(OlderMember),
 }
 
 struct Proposal {
@@ -61,6 +66,10 @@ struct Proposal {
 #[derive(Clone)]
 pub struct Proposer {
     queue: mpsc::Sender<Proposal>,
+    /// Refuses a command some member cannot decode yet.
+    protocols: Arc<Protocols>,
+    /// Whose members `protocols` judges.
+    raft: Raft,
 }
 
 impl Proposer {
@@ -69,20 +78,30 @@ impl Proposer {
     /// It stops when every handle is dropped.
     /// Each batch formed is told to `timers` (a wait is counted from then).
     /// It runs on `commit`, beside openraft's tasks it hands batches to.
+    /// A command that a member's protocol cannot carry yet is refused
+    /// before it is queued (see [`Protocols::admit`]).
     pub fn spawn(
         raft: Raft,
         quorum: Arc<QuorumMonitor>,
         disk: Arc<DiskHealth>,
         timers: Arc<Timers>,
+        protocols: Arc<Protocols>,
         commit: &CommitThread,
     ) -> Proposer {
         let (queue, receiver) = mpsc::channel(QUEUE_MAX);
-        commit.spawn(run(raft, quorum, disk, timers, receiver));
-        Proposer { queue }
+        commit.spawn(run(raft.clone(), quorum, disk, timers, receiver));
+        Proposer {
+            queue,
+            protocols,
+            raft,
+        }
     }
 
     /// Proposes `command` and waits until it is committed (fsynced) and applied.
     pub async fn propose(&self, command: Command) -> Result<Applied, ProposeError> {
+        self.protocols
+            .admit(&self.raft, &command)
+            .map_err(ProposeError::OlderMember)?;
         let (reply, outcome) = oneshot::channel();
         self.queue
             .send(Proposal { command, reply })

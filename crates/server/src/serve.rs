@@ -23,6 +23,7 @@ use leasehold_proto::v1::lease_server::LeaseServer;
 use leasehold_proto::v1::lock_server::LockServer;
 use leasehold_proto::v1::raft_transport_server::RaftTransportServer;
 use leasehold_proto::v1::watch_server::WatchServer;
+use raft::protocol::Protocols;
 use raft::transport::{RaftTransportApi, RAFT_MESSAGE_BYTES_MAX};
 use std::future::Future;
 use std::sync::Arc;
@@ -71,7 +72,8 @@ pub async fn serve_on(
         .map_err(|error| ServeError::Storage(format!("cannot read the cluster id: {error}")))?;
     let identity = Arc::new(identity);
     let contacts = Arc::new(raft::contacts::Contacts::new(clock.clone()));
-    let start = raft_start(&config, &identity, &contacts, &dialer);
+    let protocols = Arc::new(Protocols::new(config.node_id, config.protocol_version));
+    let start = raft_start(&config, &identity, &contacts, &protocols, &dialer);
     let commit = raft::commit_thread::CommitThread::start()
         .map_err(|error| ServeError::Raft(format!("cannot start the commit thread: {error}")))?;
     let raft = raft::node::start(start, log_store, state_machine, &commit).await?;
@@ -82,6 +84,7 @@ pub async fn serve_on(
         quorum.clone(),
         disk.clone(),
         sinks.timers.clone(),
+        protocols.clone(),
         &commit,
     );
     timers::spawn(
@@ -104,6 +107,7 @@ pub async fn serve_on(
         state,
         sinks,
         identity,
+        protocols,
         dialer,
         transport_security: config.transport_security(),
         restart_floor,
@@ -143,6 +147,7 @@ fn raft_start(
     config: &ServeConfig,
     identity: &Arc<Identity>,
     contacts: &Arc<raft::contacts::Contacts>,
+    protocols: &Arc<Protocols>,
     dialer: &PeerDialer,
 ) -> raft::node::Start {
     let listen_ip = config.listen.ip();
@@ -150,6 +155,7 @@ fn raft_start(
         local_ip: (!listen_ip.is_unspecified()).then_some(listen_ip),
         identity: identity.clone(),
         contacts: contacts.clone(),
+        protocols: protocols.clone(),
         dialer: dialer.clone(),
     };
     raft::node::Start {
@@ -299,6 +305,7 @@ fn grpc_routes(node: &Arc<Node>, gate: tls::peers::PeerGate) -> Result<Routes, S
             node.raft.clone(),
             node.identity.clone(),
             node.quorum.contacts().clone(),
+            node.protocols.clone(),
             gate,
         ))
         .max_decoding_message_size(RAFT_MESSAGE_BYTES_MAX)

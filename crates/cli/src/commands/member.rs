@@ -133,6 +133,7 @@ pub fn members_json(members: &[Member], leader_view: bool) -> Value {
                     "lag": known(m.lag),
                     "reachable": m.reachable,
                     "last_contact_ms": m.last_contact_ms,
+                    "protocol": m.protocol,
                 })
             })
             .collect(),

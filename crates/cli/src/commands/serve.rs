@@ -67,6 +67,16 @@ pub struct ServeArgs {
     /// that a new member must catch up by snapshot.
     #[arg(long, hide = true, env = "LEASEHOLD_SNAPSHOT_EVERY", value_name = "N")]
     pub snapshot_every: Option<u64>,
+    /// Speak this older Raft protocol, as the previous release does
+    /// (default: this build's). Hidden: for rolling-upgrade tests, which
+    /// run "the previous release" as this build with an older protocol.
+    #[arg(
+        long,
+        hide = true,
+        env = "LEASEHOLD_PROTOCOL_VERSION",
+        value_name = "N"
+    )]
+    pub protocol_version: Option<u32>,
     /// Report wall times shifted by this many ms. Hidden: for drills that
     /// need a server whose wall clock disagrees with its clients' (wall
     /// time is display-only; no expiry uses it).
@@ -427,6 +437,9 @@ fn config_of(args: &ServeArgs) -> ServeConfig {
             client_ca: args.tls_client_ca.clone(),
             peer_ca: args.peer_ca.clone(),
         });
+    if let Some(protocol) = args.protocol_version {
+        config.protocol_version = protocol;
+    }
     if let Some(entries) = args.snapshot_every {
         config.snapshot_every_entries = entries;
     }

@@ -49,6 +49,7 @@ pub async fn run(args: StatusArgs, global: &Global) -> Result<(), CliError> {
             "leases": s.leases,
             "locks": s.locks,
             "version": s.version,
+            "protocol": s.protocol,
             "server_time_unix_ms": s.header.as_ref().map(|h| h.server_time_unix_ms),
         }));
         return Ok(());
@@ -76,10 +77,11 @@ pub async fn run(args: StatusArgs, global: &Global) -> Result<(), CliError> {
         s.commit_index, s.applied_index, s.last_log_index, s.snapshot_index
     );
     println!(
-        "{}, {}, version {}",
+        "{}, {}, version {}, Raft protocol {}",
         count(s.leases, "lease", "leases"),
         count(s.locks, "lock", "locks"),
-        s.version
+        s.version,
+        s.protocol
     );
     if !s.transport_security.is_empty() {
         println!("transport: {}", s.transport_security);
@@ -109,7 +111,7 @@ fn state_text(s: &StatusResponse) -> String {
 /// each member: reachable or not, and its last contact ("-": no view).
 fn status_rows(members: &[Member], leader_view: bool) -> Vec<Vec<String>> {
     let mut rows = member_rows(members, leader_view);
-    rows[0].extend(["REACHABLE".to_owned(), "LAST CONTACT".to_owned()]);
+    rows[0].extend(["REACHABLE", "LAST CONTACT", "PROTOCOL"].map(String::from));
     for (row, m) in rows[1..].iter_mut().zip(members) {
         let reachable = match m.reachable {
             Some(true) => "yes",
@@ -121,7 +123,8 @@ fn status_rows(members: &[Member], leader_view: bool) -> Vec<Vec<String>> {
             (Some(_), None) => "never".to_owned(),
             (Some(_), Some(ms)) => format!("{:.1} s ago", ms as f64 / 1000.0),
         };
-        row.extend([reachable.to_owned(), contact]);
+        let protocol = m.protocol.map_or("-".to_owned(), |p| p.to_string());
+        row.extend([reachable.to_owned(), contact, protocol]);
     }
     rows
 }
@@ -132,12 +135,13 @@ mod tests {
 
     #[test]
     fn a_leader_without_quorum_is_flagged_with_each_members_contact() {
-        let member = |id, role: &str, reachable, last_contact_ms| Member {
+        let member = |id, role: &str, reachable, last_contact_ms: Option<u64>| Member {
             id,
             addr: format!("127.0.0.1:{}", 7420 + id),
             voter: true,
             role: role.into(),
             reachable,
+            protocol: last_contact_ms.map(|_| 2),
             last_contact_ms,
             ..Default::default()
         };
@@ -153,10 +157,10 @@ mod tests {
         };
         assert_eq!(state_text(&s), "Leader (NO QUORUM)");
         let rows = status_rows(&s.members, true);
-        assert_eq!(rows[0][5..], ["REACHABLE", "LAST CONTACT"]);
-        assert_eq!(rows[1][5..], ["yes", "0.0 s ago"]);
-        assert_eq!(rows[2][5..], ["NO", "2.3 s ago"]);
-        assert_eq!(rows[3][5..], ["-", "-"]);
+        assert_eq!(rows[0][5..], ["REACHABLE", "LAST CONTACT", "PROTOCOL"]);
+        assert_eq!(rows[1][5..], ["yes", "0.0 s ago", "2"]);
+        assert_eq!(rows[2][5..], ["NO", "2.3 s ago", "2"]);
+        assert_eq!(rows[3][5..], ["-", "-", "-"]);
         let with_quorum = StatusResponse { quorum: true, ..s };
         assert_eq!(state_text(&with_quorum), "Leader");
     }

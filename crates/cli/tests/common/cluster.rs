@@ -126,14 +126,14 @@ impl Cluster {
     /// Starts `n` nodes that form one cluster, reaching each other directly,
     /// and waits until a majority agrees on a leader.
     pub fn start(n: u64) -> Cluster {
-        Cluster::launch(n, false, n, false)
+        Cluster::launch(n, false, n, false, &[])
     }
 
     /// Like [`start`](Self::start), with mTLS on every node's port and
     /// between peers (see [`tls`]); the cluster's commands present the CA
     /// and a client certificate.
     pub fn start_tls(n: u64) -> Cluster {
-        Cluster::launch(n, false, n, true)
+        Cluster::launch(n, false, n, true, &[])
     }
 
     /// Like [`start`](Self::start), but starts only nodes `1..=first` (a
@@ -142,16 +142,28 @@ impl Cluster {
     /// after another would.
     pub fn start_first(n: u64, first: u64) -> Cluster {
         assert!(first > n / 2 && first <= n, "a majority of {n} first");
-        Cluster::launch(n, false, first, false)
+        Cluster::launch(n, false, first, false, &[])
     }
 
     /// Like [`start`](Self::start), with every node known by a proxy
     /// address, so that [`isolate`](Self::isolate) can cut one off.
     pub fn start_partitionable(n: u64) -> Cluster {
-        Cluster::launch(n, true, n, false)
+        Cluster::launch(n, true, n, false, &[])
     }
 
-    fn launch(n: u64, partitionable: bool, first: u64, with_tls: bool) -> Cluster {
+    /// Like [`start`](Self::start), every node started with `serve_args`
+    /// too (until [`set_serve_args`](Self::set_serve_args) changes them).
+    pub fn start_with_args(n: u64, serve_args: &[&str]) -> Cluster {
+        Cluster::launch(n, false, n, false, serve_args)
+    }
+
+    fn launch(
+        n: u64,
+        partitionable: bool,
+        first: u64,
+        with_tls: bool,
+        serve_args: &[&str],
+    ) -> Cluster {
         assert!((1..=NODES_MAX).contains(&n), "1..={NODES_MAX} nodes");
         let dir = tempfile::tempdir().expect("tempdir");
         let tls = with_tls.then(|| ClusterTls::new(dir.path()));
@@ -180,6 +192,7 @@ impl Cluster {
                     child: None,
                     starts: 0,
                     tls_args: tls.as_ref().map(|tls| tls.serve_args(id, listen.ip())),
+                    serve_args: serve_args.iter().map(|&arg| arg.to_owned()).collect(),
                 };
                 (id, node)
             })
@@ -221,6 +234,7 @@ impl Cluster {
             child: None,
             starts: 0,
             tls_args: self.tls.as_ref().map(|tls| tls.serve_args(id, listen.ip())),
+            serve_args: Vec::new(),
         };
         node.spawn();
         self.nodes.insert(id, node);

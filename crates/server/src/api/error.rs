@@ -49,6 +49,11 @@ pub enum ApiError {
     /// Reason `Unavailable`; the sentence names the path and what to do.
     #[error(transparent)]
     Disk(crate::storage::DiskFault),
+    /// A member speaks an older Raft protocol than the command needs (a
+    /// rolling upgrade is under way). Reason `Unavailable`: the same
+    /// request succeeds once the upgrade is done.
+    #[error(transparent)]
+    OlderMember(crate::raft::protocol::OlderMember),
 }
 
 fn leader_text(leader: &Option<u64>, addr: &Option<String>) -> String {
@@ -73,6 +78,7 @@ impl From<ProposeError> for ApiError {
             ProposeError::NoQuorum(why) => ApiError::NoQuorum(why),
             ProposeError::Removed { node_id } => ApiError::Removed { node_id },
             ProposeError::Disk(fault) => ApiError::Disk(fault),
+            ProposeError::OlderMember(older) => ApiError::OlderMember(older),
         }
     }
 }
@@ -92,7 +98,8 @@ impl ApiError {
             ApiError::Unavailable(_)
             | ApiError::NoQuorum(_)
             | ApiError::Removed { .. }
-            | ApiError::Disk(_) => Reason::Unavailable,
+            | ApiError::Disk(_)
+            | ApiError::OlderMember(_) => Reason::Unavailable,
         }
     }
 
@@ -113,6 +120,9 @@ impl ApiError {
             | ApiError::NoQuorum(_)
             | ApiError::Removed { .. }
             | ApiError::Disk(_) => {}
+            ApiError::OlderMember(older) => {
+                (detail.leader_hint, detail.leader_addr) = older.leader.clone();
+            }
         }
         (grpc_code(reason), detail)
     }

@@ -73,6 +73,8 @@ pub struct Node {
     pub sinks: Sinks,
     /// The cluster this node belongs to (status, and probing new members).
     pub identity: Arc<Identity>,
+    /// The Raft protocol this node speaks and what it heard its peers speak.
+    pub protocols: Arc<crate::raft::protocol::Protocols>,
     /// Refused requests on their way to the audit trail, rate-bounded.
     pub refusals: Arc<crate::auth::Refusals>,
     /// How this node calls other nodes (probing new members): plaintext or TLS.

@@ -4,7 +4,8 @@
 //! ([`transport`]), and their encoding ([`codec`]). Both sides note when
 //! each member was last heard from ([`contacts`]); with openraft's metrics
 //! that tells whether this node has its quorum ([`quorum`]), and whether
-//! it was removed from the cluster ([`membership`]). A node whose disk is
+//! it was removed from the cluster ([`membership`]), and which protocol
+//! each speaks ([`protocol`]). A node whose disk is
 //! full yields leadership ([`full_disk`]). openraft's tasks run on a thread
 //! of their own ([`commit_thread`]).
 
@@ -15,6 +16,7 @@ pub mod full_disk;
 pub mod membership;
 pub mod network;
 pub mod node;
+pub mod protocol;
 pub mod quorum;
 pub mod transport;
 pub mod types;

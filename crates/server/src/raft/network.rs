@@ -20,6 +20,7 @@
 
 use super::codec::{decode, encode};
 use super::contacts::Contacts;
+use super::protocol::Protocols;
 use super::transport::RAFT_MESSAGE_BYTES_MAX;
 use super::types::TypeConfig;
 use crate::identity::Identity;
@@ -57,6 +58,8 @@ pub struct Network {
     pub identity: Arc<Identity>,
     /// Where each peer's replies are noted.
     pub contacts: Arc<Contacts>,
+    /// The protocol sent with every request; each reply's is noted there.
+    pub protocols: Arc<Protocols>,
     /// How a connection to a peer is made (plaintext or TLS).
     pub dialer: PeerDialer,
 }
@@ -71,6 +74,8 @@ pub struct PeerClient {
     identity: Arc<Identity>,
     /// Where its replies are noted.
     contacts: Arc<Contacts>,
+    /// The protocol sent; the peer's is noted there.
+    protocols: Arc<Protocols>,
 }
 
 /// Asks the node at `addr` one question (`ask` on a fresh connection), all
@@ -137,6 +142,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             client,
             identity: self.identity.clone(),
             contacts: self.contacts.clone(),
+            protocols: self.protocols.clone(),
         }
     }
 }
@@ -193,6 +199,7 @@ impl PeerClient {
             data,
             cluster_id: self.identity.cluster_id_text(),
             node_id: self.identity.node_id(),
+            protocol: self.protocols.own(),
         };
         let asked_at = self.contacts.now();
         let sent = tokio::time::timeout(option.hard_ttl(), send(client, payload)).await;
@@ -210,6 +217,7 @@ impl PeerClient {
         // Its Raft handled the message: it holds a vote or a log now.
         self.identity.saw(self.target);
         self.contacts.answered(self.target, asked_at);
+        self.protocols.heard(self.target, reply.protocol);
         let decoded: Result<Resp, E> = decode(&reply.data)
             .map_err(|e| CallError::Network(io(std::io::ErrorKind::InvalidData, e.to_string())))?;
         decoded.map_err(CallError::Remote)

@@ -4,7 +4,8 @@
 //! [`PeerGate`]), never a client, whatever its credentials. Then its
 //! sender's cluster id is judged ([`Identity::admit`]: another cluster's
 //! message is refused with FAILED_PRECONDITION before Raft sees it), then
-//! decodes an openraft request, notes contact with its sender (the node its
+//! decodes an openraft request, notes its sender's protocol (see
+//! [`Protocols`]), notes contact with its sender (the node its
 //! vote names: the leader of an AppendEntries or InstallSnapshot, the
 //! candidate of a Vote; see [`Contacts`]), hands it to this node's Raft, and
 //! encodes the `Result`. `Identify` tells a node about to form a cluster who
@@ -12,6 +13,7 @@
 
 use super::codec::{decode, encode};
 use super::contacts::Contacts;
+use super::protocol::Protocols;
 use super::types::{Raft, TypeConfig};
 use crate::identity::{Identity, MessageKind};
 use crate::tls::peers::PeerGate;
@@ -34,23 +36,28 @@ pub struct RaftTransportApi {
     identity: Arc<Identity>,
     /// Where each sender's messages are noted.
     contacts: Arc<Contacts>,
+    /// Where each sender's protocol is noted; this node's is replied.
+    protocols: Arc<Protocols>,
     /// Lets only peers through.
     gate: PeerGate,
 }
 
 impl RaftTransportApi {
     /// The service over `raft`, for the node `identity` describes, noting
-    /// senders in `contacts`, letting through the callers `gate` admits.
+    /// senders in `contacts` and their protocols in `protocols`, letting
+    /// through the callers `gate` admits.
     pub fn new(
         raft: Raft,
         identity: Arc<Identity>,
         contacts: Arc<Contacts>,
+        protocols: Arc<Protocols>,
         gate: PeerGate,
     ) -> RaftTransportApi {
         RaftTransportApi {
             raft,
             identity,
             contacts,
+            protocols,
             gate,
         }
     }
@@ -81,7 +88,8 @@ impl RaftTransportApi {
         self.identity
             .admit(payload.node_id, &payload.cluster_id, kind)
             .await?;
-        decode(&payload.data).map_err(undecodable)
+        self.protocols.heard(payload.node_id, payload.protocol);
+        decode(&payload.data).map_err(|e| undecodable(&e))
     }
 
     /// Notes contact with the node that `vote` names.
@@ -92,19 +100,23 @@ impl RaftTransportApi {
     }
 }
 
-fn undecodable(error: postcard::Error) -> Status {
+fn undecodable(error: &dyn std::fmt::Display) -> Status {
     Status::invalid_argument(format!(
         "undecodable Raft message ({error}); are all nodes the same leasehold version?"
     ))
 }
 
-fn reply<T: serde::Serialize>(result: &T) -> Result<Response<RaftPayload>, Status> {
-    let data =
-        encode(result).map_err(|e| Status::internal(format!("cannot encode a Raft reply: {e}")))?;
-    Ok(Response::new(RaftPayload {
-        data,
-        ..Default::default()
-    }))
+impl RaftTransportApi {
+    /// Encodes `result` as the reply, with this node's protocol.
+    fn reply<T: serde::Serialize>(&self, result: &T) -> Result<Response<RaftPayload>, Status> {
+        let data = encode(result)
+            .map_err(|e| Status::internal(format!("cannot encode a Raft reply: {e}")))?;
+        Ok(Response::new(RaftPayload {
+            data,
+            protocol: self.protocols.own(),
+            ..Default::default()
+        }))
+    }
 }
 
 #[tonic::async_trait]
@@ -115,14 +127,22 @@ impl RaftTransport for RaftTransportApi {
     ) -> Result<Response<RaftPayload>, Status> {
         let rpc: AppendEntriesRequest<TypeConfig> =
             self.receive(request, MessageKind::AppendEntries).await?;
+        if let Some(command) = self.protocols.undecodable(&rpc.entries) {
+            let why = format!(
+                "a command of protocol {} in an entry; this node speaks protocol {}",
+                command.protocol(),
+                self.protocols.own()
+            );
+            return Err(undecodable(&why));
+        }
         self.heard(&rpc.vote);
-        reply(&self.raft.append_entries(rpc).await)
+        self.reply(&self.raft.append_entries(rpc).await)
     }
 
     async fn vote(&self, request: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
         let rpc: VoteRequest<u64> = self.receive(request, MessageKind::Vote).await?;
         self.heard(&rpc.vote);
-        reply(&self.raft.vote(rpc).await)
+        self.reply(&self.raft.vote(rpc).await)
     }
 
     async fn install_snapshot(
@@ -132,7 +152,7 @@ impl RaftTransport for RaftTransportApi {
         let rpc: InstallSnapshotRequest<TypeConfig> =
             self.receive(request, MessageKind::InstallSnapshot).await?;
         self.heard(&rpc.vote);
-        reply(&self.raft.install_snapshot(rpc).await)
+        self.reply(&self.raft.install_snapshot(rpc).await)
     }
 
     async fn identify(

@@ -87,6 +87,8 @@ pub(super) struct Node {
     pub(super) starts: u32,
     /// Its TLS flags (`--tls-cert ...`), in an mTLS cluster.
     pub(super) tls_args: Option<Vec<String>>,
+    /// More `serve` flags (a test's, such as `--protocol-version`).
+    pub(super) serve_args: Vec<String>,
 }
 
 impl Node {
@@ -115,6 +117,7 @@ impl Node {
                 .args(["--revision-gap", &revision_gap.to_string()]),
         };
         cmd.args(self.tls_args.iter().flatten());
+        cmd.args(&self.serve_args);
         let child = cmd
             .env("RUST_LOG", "info,openraft=warn")
             .env("NO_COLOR", "1")

@@ -22,6 +22,11 @@ impl Cluster {
         }
     }
 
+    /// Node `id`'s extra `serve` flags from its next start on.
+    pub fn set_serve_args(&mut self, id: u64, serve_args: &[&str]) {
+        self.node_mut(id).serve_args = serve_args.iter().map(|&arg| arg.to_owned()).collect();
+    }
+
     /// How node `id` forms or joins a cluster from its next start on.
     pub fn set_formation(&mut self, id: u64, formation: Formation) {
         self.node_mut(id).formation = formation;

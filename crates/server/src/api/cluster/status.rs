@@ -54,6 +54,9 @@ impl View {
             .filter(|id| *id != m.id || m.state == ServerState::Leader);
         let mut members = members(membership, leader, m.replication.as_ref(), last_log_index);
         with_contacts(&mut members, &quorum);
+        for member in &mut members {
+            member.protocol = node.protocols.heard_of(member.id);
+        }
         View {
             leader,
             term: m.current_term,
@@ -103,6 +106,7 @@ pub fn members(
                 lag: matched.map_or(0, |matched| last_log_index.saturating_sub(matched)),
                 reachable: None,
                 last_contact_ms: None,
+                protocol: None,
             }
         })
         .collect()
@@ -162,6 +166,7 @@ pub async fn status(node: &Node) -> StatusResponse {
         quorum_problem: view.quorum.problem(),
         transport_security: node.transport_security.as_str().into(),
         removed: crate::raft::membership::removed(&node.raft.metrics().borrow()),
+        protocol: node.protocols.own(),
     }
 }
 
