@@ -7,7 +7,7 @@
 //! Names this adds to `leasehold._native` (for `_native.pyi`):
 //!
 //! ```text
-//! POSTGRES_MIGRATION: str          # migrations/postgres/0001_fence.sql
+//! POSTGRES_MIGRATION: str          # migrations/postgres/*.sql, in order
 //! POSTGRES_UPSERT: str             # statements::*, with %s placeholders
 //! POSTGRES_HIGHEST: str
 //! POSTGRES_RECORD_REJECTION: str
@@ -22,6 +22,7 @@
 //! def redis_fence_key(key: str, lock: str) -> bytes: ...
 //! def redis_rejections_key(key: str) -> bytes: ...
 //! def redis_parse_rejection(key: str, record: bytes) -> tuple[str, str, int, int, int]: ...
+//! def redis_parse_fence(value: bytes) -> int: ...
 //! def stale_token(resource: str, lock: str, presented: int, highest: int) -> StaleToken: ...
 //! ```
 //!
@@ -42,7 +43,7 @@ type ByteStrings<'py> = Vec<Bound<'py, PyBytes>>;
 
 /// Adds the fence constants and functions to the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    module.add("POSTGRES_MIGRATION", postgres::MIGRATION_0001)?;
+    module.add("POSTGRES_MIGRATION", postgres::MIGRATIONS)?;
     let sql = [
         ("POSTGRES_UPSERT", statements::UPSERT),
         ("POSTGRES_HIGHEST", statements::HIGHEST),
@@ -58,6 +59,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("REDIS_REJECTIONS_KEPT", redis::REJECTIONS_KEPT)?;
     module.add_function(wrap_pyfunction!(postgres_token, module)?)?;
     module.add_function(wrap_pyfunction!(redis_invocation, module)?)?;
+    module.add_function(wrap_pyfunction!(redis_parse_fence, module)?)?;
     module.add_function(wrap_pyfunction!(redis_fence_key, module)?)?;
     module.add_function(wrap_pyfunction!(redis_rejections_key, module)?)?;
     module.add_function(wrap_pyfunction!(redis_parse_rejection, module)?)?;
@@ -121,6 +123,13 @@ fn redis_fence_key<'py>(py: Python<'py>, key: &str, lock: &str) -> PyResult<Boun
 fn redis_rejections_key<'py>(py: Python<'py>, key: &str) -> PyResult<Bound<'py, PyBytes>> {
     let log = redis::invocation::rejections_key(key).map_err(|e| redis_invalid(py, &e))?;
     Ok(PyBytes::new(py, &log))
+}
+
+/// The highest token a fence value holds; `ValueError` naming both formats
+/// for a value of a later format, or saying what it holds otherwise.
+#[pyfunction]
+fn redis_parse_fence(value: &[u8]) -> PyResult<u64> {
+    redis::invocation::parse_fence_value(value).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// One rejection-log record of `key` as `(resource, lock, presented,

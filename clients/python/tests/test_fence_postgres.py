@@ -183,3 +183,30 @@ def _wait_for_lock_wait(pid: int) -> None:
                 return
             time.sleep(0.01)
     pytest.fail(f"backend {pid} did not wait for the fence row's lock within 10 s")
+
+
+def test_tables_of_a_newer_schema_version_are_refused_and_left_as_they_were(conn: Any) -> None:
+    schema = f"fence_schema_{uuid.uuid4().hex}"
+    autocommit = conn.autocommit
+    conn.autocommit = True
+    conn.execute(f'CREATE SCHEMA "{schema}"')
+    conn.execute(f'SET search_path TO "{schema}"')
+    conn.autocommit = autocommit
+    try:
+        postgres.migrate(conn)
+        conn.autocommit = True
+        conn.execute("UPDATE leasehold_fence_schema SET version = 3")
+        conn.autocommit = autocommit
+        with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState) as refused:
+            postgres.migrate(conn)
+        said = str(refused.value)
+        assert "schema version 3" in said and "version 2 and older" in said, said
+        assert conn.autocommit == autocommit
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        with conn.transaction():
+            kept = conn.execute("SELECT version FROM leasehold_fence_schema").fetchone()
+        assert kept == (3,)
+    finally:
+        conn.autocommit = True
+        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        conn.execute("RESET search_path")

@@ -16,6 +16,7 @@ import pytest
 redis = pytest.importorskip("redis")
 
 from conftest import required_env  # noqa: E402
+from leasehold import _native  # noqa: E402
 from leasehold.errors import InvalidArgument, StaleToken  # noqa: E402
 from leasehold.fence.redis import TOKEN_MAX, RedisFence  # noqa: E402
 
@@ -142,6 +143,18 @@ def test_a_failed_write_does_not_raise_the_fence(store: RedisFence, key: str) ->
     with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
         store.fenced_hset(key, LOCK, 4, "f", "v")
     assert store.highest(key, LOCK) is None
+
+
+def test_a_fence_of_a_newer_format_is_refused_naming_both(store: RedisFence, key: str) -> None:
+    store.fenced_set(key, LOCK, 5, "five")
+    fence_key = _native.redis_fence_key(key, LOCK)
+    store.set(fence_key, "v2:5;whatever it holds")
+    with pytest.raises(redis.ResponseError, match=r"format v2, newer than this adapter reads \(v1\)"):
+        store.fenced_set(key, LOCK, 9, "nine")
+    with pytest.raises(ValueError, match=r"format v2, newer than this adapter reads \(v1\)"):
+        store.highest(key, LOCK)
+    assert store.get(key) == b"five"
+    assert store.get(fence_key) == b"v2:5;whatever it holds"
 
 
 def test_decoded_replies_work_too(key: str) -> None:

@@ -36,8 +36,12 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 /// Metric label of this adapter's refusals.
 const ADAPTER: &str = "file";
 
+/// The format of the fence files this build writes, and the newest it reads.
+pub const FILE_FORMAT: u32 = 1;
 /// First line of every fence file: names the format and its version.
 const HEADER: &str = "leasehold-fence-tokens v1\n";
+/// The first line's text before the version.
+const HEADER_PREFIX: &str = "leasehold-fence-tokens v";
 
 /// Why a [`FileFence`] refused a write or could not open.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +66,17 @@ pub enum FileFenceError {
         line: usize,
         /// What is wrong with it.
         reason: &'static str,
+    },
+    /// The file is of a newer format than this build reads.
+    #[error(
+        "fence file {} is format v{found}, newer than this build reads (v{FILE_FORMAT}): use the \
+         leasehold-fence release that wrote it, or a newer one; never an older one", path.display()
+    )]
+    Newer {
+        /// The fence file.
+        path: PathBuf,
+        /// The format its first line names.
+        found: u32,
     },
     /// An earlier append or fsync failed, so the file's tail is unknown.
     #[error("fence file {}: an earlier append or fsync failed, so the file's state is unknown; reopen the fence to recover", path.display())]
@@ -127,6 +142,9 @@ impl FileFence {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(io_err(e)),
         };
+        if let Some(found) = newer_format(&bytes) {
+            return Err(FileFenceError::Newer { path, found });
+        }
         let tokens = parse(&bytes).map_err(|(line, reason)| FileFenceError::Corrupt {
             path: path.clone(),
             line,
@@ -211,6 +229,14 @@ impl FileFence {
 fn append(file: &mut File, line: &str) -> io::Result<()> {
     file.write_all(line.as_bytes())?;
     file.sync_data()
+}
+
+/// The format a fence file's first line names, if newer than
+/// [`FILE_FORMAT`] (checked before the file is read, or compacted).
+fn newer_format(bytes: &[u8]) -> Option<u32> {
+    let first = bytes.split(|&b| b == b'\n').next()?;
+    let version = std::str::from_utf8(first.strip_prefix(HEADER_PREFIX.as_bytes())?).ok()?;
+    version.parse().ok().filter(|&found| found > FILE_FORMAT)
 }
 
 /// Reads a fence file: `Err((line, reason))` for corruption. A final line
@@ -403,6 +429,24 @@ mod tests {
         let fence = FileFence::open(&path).unwrap();
         assert_eq!(fence.highest(resource, lock), Some(4));
         assert_eq!(fence.highest("db", "lock"), None);
+    }
+
+    #[test]
+    fn a_file_of_a_newer_format_is_refused_naming_both_and_left_alone() {
+        assert_eq!(HEADER, format!("{HEADER_PREFIX}{FILE_FORMAT}\n"));
+        let (_dir, path) = fence_path();
+        let newer = format!(
+            "{HEADER_PREFIX}{}\nr\tl\t5\nwhatever v2 holds\n",
+            FILE_FORMAT + 1
+        );
+        fs::write(&path, &newer).unwrap();
+        let said = FileFence::open(&path).unwrap_err().to_string();
+        assert!(
+            said.contains(&format!("format v{}", FILE_FORMAT + 1))
+                && said.contains(&format!("reads (v{FILE_FORMAT})")),
+            "{said}"
+        );
+        assert_eq!(fs::read_to_string(&path).unwrap(), newer, "not compacted");
     }
 
     #[test]

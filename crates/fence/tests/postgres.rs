@@ -349,3 +349,82 @@ async fn t40_the_highest_token_persists_across_a_postgres_restart() {
         .await
         .unwrap();
 }
+
+/// A connection whose unqualified tables live in a schema of their own
+/// (so a test may change the schema version without touching the tables
+/// the other tests share), and that schema's name.
+async fn connect_in_own_schema() -> (Client, String) {
+    let client = leasehold_testkit::postgres::connect().await;
+    let schema = unique("fence_schema").replace(['-', '/', '.'], "_");
+    client
+        .batch_execute(&format!(
+            "CREATE SCHEMA \"{schema}\"; SET search_path TO \"{schema}\""
+        ))
+        .await
+        .expect("own schema");
+    (client, schema)
+}
+
+#[tokio::test]
+async fn t50_tables_of_the_previous_schema_are_read_and_a_newer_schema_is_refused() {
+    let _shared = SERVER.read().await;
+    let (mut client, schema) = connect_in_own_schema().await;
+    // The previous release's tables: migration 0001 alone, no version.
+    client
+        .batch_execute(postgres::MIGRATION_0001)
+        .await
+        .unwrap();
+    let (resource, lock) = ("t50/resource", "t50/lock");
+    fenced_transaction(&mut client, resource, lock, 7, async |_| Ok(()))
+        .await
+        .unwrap();
+
+    postgres::migrate(&client)
+        .await
+        .expect("the previous schema migrates");
+    let version: i32 = client
+        .query_one("SELECT version FROM leasehold_fence_schema", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(version, postgres::SCHEMA_VERSION);
+    assert_eq!(
+        postgres::highest(&client, resource, lock).await.unwrap(),
+        Some(7)
+    );
+    postgres::migrate(&client)
+        .await
+        .expect("migrating again changes nothing");
+
+    let newer = postgres::SCHEMA_VERSION + 1;
+    client
+        .execute("UPDATE leasehold_fence_schema SET version = $1", &[&newer])
+        .await
+        .unwrap();
+    let refused = postgres::migrate(&client)
+        .await
+        .expect_err("a newer schema is refused");
+    let said = refused
+        .as_db_error()
+        .map(|e| e.message().to_owned())
+        .unwrap_or_else(|| refused.to_string());
+    assert!(
+        said.contains(&format!("schema version {newer}"))
+            && said.contains(&format!("version {} and older", postgres::SCHEMA_VERSION)),
+        "{said}"
+    );
+    let kept: i32 = client
+        .query_one("SELECT version FROM leasehold_fence_schema", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, newer, "the refused migration changed nothing");
+    assert_eq!(
+        postgres::highest(&client, resource, lock).await.unwrap(),
+        Some(7)
+    );
+    client
+        .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .await
+        .unwrap();
+}

@@ -384,3 +384,40 @@ async fn t50_lock_names_up_to_the_core_limit_are_accepted() {
     assert!(error.to_string().contains("NAME_BYTES_MAX"), "{error}");
     assert_eq!(fence.highest(&key, &longest).await.unwrap(), Some(1));
 }
+
+#[tokio::test]
+async fn t60_a_fence_value_of_a_newer_format_is_refused_naming_both_and_kept() {
+    let Some(addr) = server().await else { return };
+    let mut fence = RedisFence::connect(&addr).await.unwrap();
+    let mut conn = Connection::connect(&addr).await.unwrap();
+    let (key, lock) = (unique("newer"), "l");
+    fence.set(&key, lock, 5, "five").await.unwrap();
+    let fence_key = leasehold_fence::redis::invocation::fence_key(&key, lock).unwrap();
+    let newer = format!(
+        "v{}:5;whatever it holds",
+        leasehold_fence::redis::FENCE_FORMAT + 1
+    );
+    conn.command(&[b"SET", &fence_key, newer.as_bytes()])
+        .await
+        .unwrap();
+
+    let write = fence.set(&key, lock, 9, "nine").await;
+    let read = fence.highest(&key, lock).await;
+    for refused in [write.map(|()| None), read] {
+        let Err(error @ FenceError::NewerFormat { found: 2 }) = refused else {
+            panic!("expected a newer-format refusal, got {refused:?}");
+        };
+        let said = error.to_string();
+        assert!(
+            said.contains("format v2") && said.contains("reads (v1)"),
+            "{said}"
+        );
+    }
+    assert_eq!(
+        get(&mut conn, &key).await.as_deref(),
+        Some("five"),
+        "nothing written"
+    );
+    let kept = conn.command(&[b"GET", &fence_key]).await.unwrap();
+    assert_eq!(kept.as_text(), Some(newer.as_str()));
+}

@@ -2,7 +2,8 @@
 //! protects, and the check, the record of the new highest token and the
 //! caller's own statements commit (or roll back) as one transaction.
 //!
-//! - [`migrate`] creates the tables (`migrations/postgres/*.sql`, idempotent).
+//! - [`migrate`] creates the tables (`migrations/postgres/*.sql`, idempotent)
+//!   and records their schema version, refusing tables of a newer one.
 //! - [`fenced_transaction`] opens a transaction, checks and records the token
 //!   with one upsert, runs the caller's statements, and commits.
 //! - [`rejections`] reads the audit table: every refused write, newest first.
@@ -59,6 +60,21 @@ use tokio_postgres::Client;
 /// Migration 0001: the fence table and the rejection audit table.
 pub const MIGRATION_0001: &str = include_str!("../../migrations/postgres/0001_fence.sql");
 
+/// Migration 0002: the tables' schema version (a one-row table), checked
+/// before anything is changed: tables of a newer version are refused.
+pub const MIGRATION_0002: &str = include_str!("../../migrations/postgres/0002_schema_version.sql");
+
+/// The schema version of the tables [`migrate`] leaves, and the newest it
+/// accepts (`leasehold_fence_schema.version`; version 1 is 0001 alone).
+pub const SCHEMA_VERSION: i32 = 2;
+
+/// Every migration, in order: what [`migrate`] runs (and the Python
+/// adapter's `migrate`, from the same text).
+pub const MIGRATIONS: &str = concat!(
+    include_str!("../../migrations/postgres/0001_fence.sql"),
+    include_str!("../../migrations/postgres/0002_schema_version.sql")
+);
+
 /// The highest token the adapter stores: PostgreSQL's `bigint` is signed,
 /// so tokens above `i64::MAX` are refused ([`FenceError::TokenOutOfRange`]).
 pub const TOKEN_MAX: u64 = i64::MAX as u64;
@@ -71,10 +87,18 @@ pub fn audit() -> &'static Audit {
     &AUDIT
 }
 
-/// Creates the adapter's tables if they do not exist. Idempotent and safe
+/// Creates the adapter's tables if they do not exist and records their
+/// schema version ([`SCHEMA_VERSION`]); refuses tables of a newer version
+/// (an error naming both) before changing anything. Idempotent and safe
 /// to run from several processes at once; call it at start-up.
 pub async fn migrate(client: &Client) -> Result<(), tokio_postgres::Error> {
-    client.batch_execute(MIGRATION_0001).await
+    let migrated = client.batch_execute(MIGRATIONS).await;
+    if migrated.is_err() {
+        // The migrations open their own transactions: one that failed is
+        // still open, aborted; end it so the connection is usable.
+        let _ = client.batch_execute("ROLLBACK").await;
+    }
+    migrated
 }
 
 /// The most recent `limit` refusals from the audit table, newest first.

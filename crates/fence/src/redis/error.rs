@@ -45,6 +45,17 @@ pub enum FenceError {
         /// The size given.
         bytes: usize,
     },
+    /// The fence key holds a value of a newer format than this adapter
+    /// reads (see `fence.lua`); nothing was written.
+    #[error(
+        "the fence key is format v{found}, newer than this adapter reads (v{}): use the \
+         leasehold-fence release that wrote it, or a newer one; nothing was written",
+        super::FENCE_FORMAT
+    )]
+    NewerFormat {
+        /// The format the value names.
+        found: u32,
+    },
     /// Redis answered with an error reply (e.g. `WRONGTYPE`).
     #[error("redis refused the command: {0}")]
     Server(String),

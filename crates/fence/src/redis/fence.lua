@@ -6,7 +6,9 @@
 --
 -- KEYS[1]  the data key
 -- KEYS[2]  the fence key: the highest accepted token for (data key, lock),
---          a decimal string, kept in the same hash slot as the data key
+--          a decimal string (format v1), kept in the same hash slot as the
+--          data key. A later format will start its values with "v<N>:", so
+--          this script refuses one (LEASEHOLD_NEWER) instead of misreading it
 -- KEYS[3]  the rejection log of the data key (a list, newest first)
 -- ARGV[1]  lock name
 -- ARGV[2]  token, decimal u64 without leading zeros
@@ -54,6 +56,12 @@ local highest_s = redis.call('GET', KEYS[2])
 if highest_s then
   local highest = token_of(highest_s)
   if not highest then
+    local newer = string.match(highest_s, '^v(%d+):')
+    if newer then
+      return redis.error_reply('LEASEHOLD_NEWER the fence key is format v' .. newer ..
+        ', newer than this adapter reads (v1): use the leasehold-fence release that wrote it,' ..
+        ' or a newer one; nothing was written')
+    end
     return redis.error_reply('LEASEHOLD_CORRUPT fence key holds ' .. highest_s)
   end
   if token < highest then

@@ -1,6 +1,8 @@
 //! [`RedisFence`]: fenced `SET` / `HSET` / `DEL` through one Lua script.
 
-use super::invocation::{fence_key, invocation, parse_rejection, rejections_key, Op};
+use super::invocation::{
+    fence_key, invocation, parse_fence_value, parse_rejection, rejections_key, Op,
+};
 use super::resp::{Connection, Reply};
 use super::{FenceError, REJECTIONS_KEPT, SCRIPT};
 use crate::{Audit, Rejection, StaleToken};
@@ -67,7 +69,8 @@ impl RedisFence {
     pub async fn highest(&mut self, key: &str, lock: &str) -> Result<Option<u64>, FenceError> {
         match self.conn.command(&[b"GET", &fence_key(key, lock)?]).await? {
             Reply::Bulk(None) => Ok(None),
-            reply => Ok(Some(token_in(&reply)?)),
+            Reply::Bulk(Some(value)) => parse_fence_value(&value).map(Some),
+            reply => Err(unexpected(&reply)),
         }
     }
 
@@ -135,7 +138,10 @@ impl RedisFence {
             reply = self.evalsha(argv).await?;
         }
         match reply {
-            Reply::Error(e) => Err(FenceError::Server(e)),
+            Reply::Error(e) => Err(match script_newer(&e) {
+                Some(found) => FenceError::NewerFormat { found },
+                None => FenceError::Server(e),
+            }),
             reply => Ok(reply),
         }
     }
@@ -158,6 +164,12 @@ async fn load_script(conn: &mut Connection) -> Result<String, FenceError> {
             .map(str::to_owned)
             .ok_or_else(|| unexpected(&reply)),
     }
+}
+
+/// The format named by the script's `LEASEHOLD_NEWER` refusal.
+fn script_newer(error: &str) -> Option<u32> {
+    let rest = error.strip_prefix("LEASEHOLD_NEWER the fence key is format v")?;
+    rest.split(',').next()?.parse().ok()
 }
 
 /// The script's `{1, token}` / `{0, highest}`.

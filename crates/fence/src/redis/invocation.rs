@@ -98,6 +98,24 @@ pub fn rejections_key(key: &str) -> Result<Vec<u8>, FenceError> {
     Ok(keys::rejections(key))
 }
 
+/// The highest token a fence value holds (format v1: a bare decimal);
+/// [`FenceError::NewerFormat`] for a value of a later format (`v<N>:...`),
+/// [`FenceError::Protocol`] for anything else.
+pub fn parse_fence_value(value: &[u8]) -> Result<u64, FenceError> {
+    let text = std::str::from_utf8(value).unwrap_or_default();
+    if let Some((version, _)) = text.strip_prefix('v').and_then(|rest| rest.split_once(':')) {
+        if let Ok(found) = version.parse() {
+            return Err(FenceError::NewerFormat { found });
+        }
+    }
+    text.parse().map_err(|_| {
+        FenceError::Protocol(format!(
+            "a fence key holds {:?}, not a token",
+            String::from_utf8_lossy(value)
+        ))
+    })
+}
+
 /// One record of `key`'s rejection log, `presented highest at_unix_ms
 /// lock` (the lock last, so it may hold spaces); `None` if it is not one.
 pub fn parse_rejection(key: &str, record: &[u8]) -> Option<Rejection> {
@@ -117,6 +135,19 @@ pub fn parse_rejection(key: &str, record: &[u8]) -> Option<Rejection> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fence_value_is_a_decimal_and_a_later_format_is_named() {
+        assert_eq!(parse_fence_value(b"42").unwrap(), 42);
+        assert!(matches!(
+            parse_fence_value(b"v2:42;x"),
+            Err(FenceError::NewerFormat { found: 2 })
+        ));
+        assert!(matches!(
+            parse_fence_value(b"forty-two"),
+            Err(FenceError::Protocol(_))
+        ));
+    }
 
     #[test]
     fn a_write_is_the_key_its_fence_its_log_then_the_scripts_argv() {

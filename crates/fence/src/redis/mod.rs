@@ -34,6 +34,14 @@
 //! `LEASEHOLD_TOKEN_RANGE`) for any other client using it. 2^53 tokens is
 //! far more than a lock service issues.
 //!
+//! ## Format
+//!
+//! A fence value is format v1 ([`FENCE_FORMAT`]): the token as a bare
+//! decimal string. A later format will start its values with `v<N>:`, so
+//! this adapter (the script, and [`RedisFence::highest`]) refuses such a
+//! value with [`FenceError::NewerFormat`] naming both formats instead of
+//! misreading it, and a later adapter tells a v1 value by its first byte.
+//!
 //! ## Names
 //!
 //! Every valid Leasehold lock name is accepted: up to
@@ -63,6 +71,10 @@ pub use invocation::{invocation, Invocation, Op};
 
 /// The fencing script. Public so other clients can run the same rule.
 pub const SCRIPT: &str = include_str!("fence.lua");
+
+/// The format of the fence values this adapter writes, and the newest it
+/// reads (see "Format" above).
+pub const FENCE_FORMAT: u32 = 1;
 
 /// Highest token accepted: 2^53, the largest integer below which every
 /// integer is exact as a Lua number (double).

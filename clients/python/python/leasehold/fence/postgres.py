@@ -46,15 +46,24 @@ _log = logging.getLogger(__name__)
 
 
 def migrate(conn: psycopg.Connection[Any]) -> None:
-    """Creates the fence tables if they do not exist (the shared migration
-    file). Idempotent and safe from several processes at once; call it at
-    start-up. ``conn`` must have no transaction open (the file commits its
-    own); its autocommit setting is restored afterwards."""
+    """Creates the fence tables if they do not exist and records their
+    schema version (the shared migration files); tables of a newer schema
+    version than this adapter knows raise
+    ``psycopg.errors.ObjectNotInPrerequisiteState`` naming both versions,
+    before anything is changed. Idempotent and safe from several processes
+    at once; call it at start-up. ``conn`` must have no transaction open
+    (the files commit their own); its autocommit setting is restored
+    afterwards."""
     _require_idle(conn, "migrate")
     autocommit = conn.autocommit
     conn.autocommit = True
     try:
         conn.execute(_native.POSTGRES_MIGRATION)
+    except psycopg.Error:
+        # The files open their own transactions: end the failed one, so
+        # the connection is usable.
+        conn.execute("ROLLBACK")
+        raise
     finally:
         conn.autocommit = autocommit
 

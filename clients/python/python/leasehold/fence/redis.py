@@ -80,9 +80,10 @@ class RedisFence(redis.Redis):
 
     def highest(self, key: str, lock: str) -> Optional[int]:
         """The highest token accepted for (``key``, ``lock``); ``None`` if
-        none has been yet."""
+        none has been yet. ``ValueError`` if the fence holds a value of a
+        later format than this adapter reads (the sentence names both)."""
         value: Union[bytes, str, None] = self.get(_native.redis_fence_key(key, lock))
-        return None if value is None else int(value)
+        return None if value is None else _native.redis_parse_fence(_bytes(value))
 
     def rejections(self, key: str, limit: int = 100) -> List[Rejection]:
         """The most recent refused writes to ``key`` (any lock, by any
