@@ -256,3 +256,113 @@ fn t261_three_nodes_restored_from_one_backup_form_one_cluster_above_the_floor() 
         "{next}"
     );
 }
+
+/// One lock the load took: its lease and token, the revision of its grant,
+/// and of its release (`None`: still held).
+struct Taken {
+    name: String,
+    lease: u64,
+    token: u64,
+    granted: u64,
+    released: Option<u64>,
+}
+
+/// Takes `load/0`, `load/1`, ... one after another, releasing the even
+/// ones at once and keeping the odd ones, until `stop`; counts in `done`.
+fn take_and_keep(
+    server: &Server,
+    done: &std::sync::atomic::AtomicUsize,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Vec<Taken> {
+    use std::sync::atomic::Ordering;
+    let mut taken = Vec::new();
+    for k in 0..LOAD_LOCKS_MAX {
+        if stop.load(Ordering::SeqCst) && k >= LOAD_LOCKS_MIN {
+            break;
+        }
+        let name = format!("load/{k}");
+        let grant = server.ok_json(&["acquire", &name, "--ttl", "60s", "--json"]);
+        let number = |value: &serde_json::Value, key: &str| value[key].as_u64().unwrap();
+        let (lease, token) = (number(&grant, "lease"), number(&grant, "token"));
+        let released = (k % 2 == 0).then(|| {
+            let (lease, token) = (lease.to_string(), token.to_string());
+            let release = ["release", &name, "--lease", &lease, "--token", &token];
+            number(
+                &server.ok_json(&[&release[..], &["--json"]].concat()),
+                "revision",
+            )
+        });
+        taken.push(Taken {
+            name,
+            lease,
+            token,
+            granted: number(&grant, "revision"),
+            released,
+        });
+        done.fetch_add(1, Ordering::SeqCst);
+    }
+    taken
+}
+
+/// Locks the load takes at least, and at most.
+const LOAD_LOCKS_MIN: usize = 20;
+const LOAD_LOCKS_MAX: usize = 200;
+
+#[test]
+fn t261_a_backup_under_load_restores_every_lock_held_at_its_revision() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let old = Server::start();
+    let backup = dir.path().join("under-load.lhb");
+    let backup = backup.to_str().unwrap();
+    let (done, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
+    let (taken, revision) = std::thread::scope(|scope| {
+        let load = scope.spawn(|| take_and_keep(&old, &done, &stop));
+        common::wait_for(
+            "the load to start",
+            std::time::Duration::from_secs(30),
+            || (done.load(Ordering::SeqCst) >= 6).then_some(()),
+        );
+        let saved = old.ok_json(&["snapshot", "save", backup, "--json"]);
+        stop.store(true, Ordering::SeqCst);
+        (load.join().unwrap(), saved["revision"].as_u64().unwrap())
+    });
+    let held_at_backup: Vec<(String, u64, u64)> = taken
+        .iter()
+        .filter(|t| t.granted <= revision && t.released.is_none_or(|r| r > revision))
+        .map(|t| (t.name.clone(), t.lease, t.token))
+        .collect();
+    assert!(
+        !held_at_backup.is_empty() && taken.iter().any(|t| t.granted > revision),
+        "the backup fell inside the load (revision {revision})"
+    );
+
+    let held = |server: &Server| -> Vec<(String, u64, u64)> {
+        let listed = server.ok_json(&["ls", "load/", "--json"]);
+        let mut held: Vec<_> = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|lock| lock["held"] == true)
+            .map(|lock| {
+                let number = |key: &str| lock[key].as_u64().unwrap();
+                (
+                    lock["lock"].as_str().unwrap().to_owned(),
+                    number("lease"),
+                    number("token"),
+                )
+            })
+            .collect();
+        held.sort_by_key(|(_, _, token)| *token);
+        held
+    };
+    let keep = ["--revision-gap", "1000", "--keep-leases"];
+    let (kept, _) = restored(&dir.path().join("kept"), backup, &keep);
+    assert_eq!(held(&kept), held_at_backup, "backup revision {revision}");
+    let next = kept.ok_json(&["acquire", "load/after", "--json"]);
+    assert!(next["token"].as_u64().unwrap() > revision + 1000, "{next}");
+
+    let ended = ["--revision-gap", "1000"];
+    let (fresh, _) = restored(&dir.path().join("ended"), backup, &ended);
+    assert_eq!(held(&fresh), [], "leases ended: nothing held");
+}
