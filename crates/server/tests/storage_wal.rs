@@ -44,14 +44,16 @@ fn segments(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The offset after each record of a segment, parsed from the headers
-/// (`[len u32 LE][crc u32 LE][payload]`, a zero length ends the segment).
+/// (`[format:4 bits | len:28 bits, u32 LE][crc u32 LE][payload]`, a zero
+/// word ends the segment).
 fn record_ends(path: &Path) -> Vec<u64> {
     let bytes = std::fs::read(path).unwrap();
     let mut ends = Vec::new();
     let mut at = 0;
     while at + 8 <= bytes.len() {
-        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
-        if len == 0 {
+        let word = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+        let len = (word & 0x0fff_ffff) as usize;
+        if word == 0 {
             break;
         }
         at += 8 + len;
