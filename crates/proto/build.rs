@@ -13,6 +13,9 @@ const INTERNAL_FILES: [&str; 2] = ["leasehold/v1/raft.proto", "leasehold/v1/auth
 /// Where the public descriptor set goes (under `OUT_DIR`), read by
 /// `leasehold_proto::PUBLIC_FILE_DESCRIPTOR_SET`.
 const PUBLIC_SET_FILE: &str = "leasehold_public_fds.bin";
+/// Where the whole descriptor set goes, read by
+/// `leasehold_proto::FILE_DESCRIPTOR_SET` (tests that call every method).
+const SET_FILE: &str = "leasehold_fds.bin";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = "../../proto";
@@ -30,6 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .retain(|file| !INTERNAL_FILES.contains(&file.name()));
     let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(out_dir.join(PUBLIC_SET_FILE), public.encode_to_vec())?;
+    std::fs::write(out_dir.join(SET_FILE), descriptors.encode_to_vec())?;
     // Small per-call buffers: a session stream lives as long as its lease
     // (see `codec.rs`).
     tonic_prost_build::configure()

@@ -42,6 +42,12 @@ pub mod tls_mismatch;
 pub const PUBLIC_FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/leasehold_public_fds.bin"));
 
+/// The encoded `FileDescriptorSet` of every `leasehold.v1` service, the
+/// internal ones too (tests that call every method read it; reflection
+/// serves [`PUBLIC_FILE_DESCRIPTOR_SET`]).
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/leasehold_fds.bin"));
+
 #[cfg(test)]
 mod tests {
     use prost::Message;

@@ -203,6 +203,10 @@ fn grpc_code(reason: Reason) -> Code {
 impl From<ApiError> for Status {
     fn from(error: ApiError) -> Status {
         let (code, detail) = error.code_and_detail();
+        if code == Code::Internal {
+            // Reserved for faults of the server's own: each is logged.
+            tracing::error!(error = %error, "answering INTERNAL");
+        }
         leasehold_proto::status::with_detail(code, &detail)
     }
 }

@@ -12,7 +12,9 @@
 //! of 32 slots was most of an idle stream's memory).
 //!
 //! When the client closes its half of the stream, work in flight is
-//! finished and answered; when the client goes away, hyper drops the
+//! finished and answered; when its half fails (a message that does not
+//! decode: `INVALID_ARGUMENT` naming its type), work in flight is answered
+//! and the stream then ends with that status; when the client goes away, hyper drops the
 //! response stream and with it the work, which runs its guards (a queued
 //! acquire leaves its queue).
 //!
@@ -61,6 +63,7 @@ where
         answer,
         in_flight: FuturesUnordered::new(),
         open: true,
+        failed: None,
     };
     AnswerStream {
         answers: Box::pin(answers),
@@ -75,6 +78,9 @@ struct Answers<Req, Resp, F> {
     /// False once the client closed its half (or it failed): no more
     /// requests, but the work in flight is still answered.
     open: bool,
+    /// Why the client's half failed, told once the work in flight is
+    /// answered.
+    failed: Option<Status>,
 }
 
 impl<Req, Resp, F> Answers<Req, Resp, F>
@@ -86,7 +92,11 @@ where
         while self.open && self.in_flight.len() < IN_FLIGHT_PER_STREAM_MAX {
             match self.requests.poll_next_unpin(cx) {
                 Poll::Ready(Some(Ok(request))) => self.in_flight.push((self.answer)(request)),
-                Poll::Ready(Some(Err(_)) | None) => self.open = false,
+                Poll::Ready(Some(Err(status))) => {
+                    self.open = false;
+                    self.failed = Some(status);
+                }
+                Poll::Ready(None) => self.open = false,
                 Poll::Pending => return,
             }
         }
@@ -104,8 +114,9 @@ where
         this.take_requests(cx);
         match this.in_flight.poll_next_unpin(cx) {
             Poll::Ready(Some(answer)) => Poll::Ready(Some(Ok(answer))),
-            // Nothing in flight: done once the client closed its half.
-            Poll::Ready(None) if !this.open => Poll::Ready(None),
+            // Nothing in flight: done once the client closed its half,
+            // with the reason its half failed, if it did.
+            Poll::Ready(None) if !this.open => Poll::Ready(this.failed.take().map(Err)),
             Poll::Ready(None) | Poll::Pending => Poll::Pending,
         }
     }

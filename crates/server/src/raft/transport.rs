@@ -109,8 +109,10 @@ fn undecodable(error: &dyn std::fmt::Display) -> Status {
 impl RaftTransportApi {
     /// Encodes `result` as the reply, with this node's protocol.
     fn reply<T: serde::Serialize>(&self, result: &T) -> Result<Response<RaftPayload>, Status> {
-        let data = encode(result)
-            .map_err(|e| Status::internal(format!("cannot encode a Raft reply: {e}")))?;
+        let data = encode(result).map_err(|e| {
+            tracing::error!(error = %e, "cannot encode a Raft reply");
+            Status::internal(format!("cannot encode a Raft reply: {e}"))
+        })?;
         Ok(Response::new(RaftPayload {
             data,
             protocol: self.protocols.own(),
