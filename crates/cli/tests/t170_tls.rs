@@ -14,7 +14,7 @@
 mod common;
 
 use common::cluster::{one_at_a_time, Cluster};
-use common::{command_to, free_port, phase, spawn_captured, wait_for, Server, BIN};
+use common::{command_to, free_port, http_get, phase, spawn_captured, wait_for, Server, BIN};
 use leasehold_testkit::tls::{Ca, Issued};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -193,23 +193,6 @@ fn plaintext_off_loopback_needs_insecure_which_warns_and_shows_in_status() {
     let out = child.wait_with_output().unwrap();
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(log.contains("--insecure: serving plaintext"), "{log}");
-}
-
-/// The body of a plain HTTP/1.1 GET of `path` at `addr` (`host:port`).
-fn http_get(addr: &str, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).expect("read the answer");
-    answer
 }
 
 #[test]

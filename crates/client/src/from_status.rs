@@ -153,6 +153,14 @@ fn from_code(status: &tonic::Status) -> (Error, Retry) {
     if let Some(message) = crate::tls::explain(status, None) {
         return (Error::Unavailable { message }, Retry::No);
     }
+    if let Some(message) = refused_connection(status) {
+        // A bound the server holds now (its connections, this host's
+        // share): another endpoint, or a later try, may be admitted.
+        return (
+            Error::Unavailable { message },
+            Retry::Failover { leader_addr: None },
+        );
+    }
     let message = format!("{:?}: {}", status.code(), status.message());
     if let Some(message) = not_leasehold(status) {
         return (Error::Unavailable { message }, Retry::No);
@@ -185,6 +193,19 @@ fn from_code(status: &tonic::Status) -> (Error, Retry) {
             Retry::No,
         ),
     }
+}
+
+/// The server's sentence, if it refused the connection at a limit (told in
+/// an HTTP/2 GOAWAY: see `leasehold_proto::refusal`).
+fn refused_connection(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cause = Some(error);
+    while let Some(current) = cause {
+        if let Some(sentence) = leasehold_proto::refusal::find_refusal(&current.to_string()) {
+            return Some(sentence.to_owned());
+        }
+        cause = current.source();
+    }
+    None
 }
 
 /// How the sentence for an endpoint that is not a Leasehold server starts;

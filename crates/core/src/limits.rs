@@ -73,6 +73,30 @@ pub const CONNECTIONS_MAX: usize = 16_384;
 /// Longest a TLS handshake may take, from accepting the connection; a
 /// client that is slower (or silent) is disconnected.
 pub const TLS_HANDSHAKE_MS_MAX: u64 = 10_000;
+/// Open connections from one remote address (default; `serve
+/// --connections-per-address`), so that one host cannot take the whole of
+/// [`CONNECTIONS_MAX`]. Raise it when clients reach the server through a
+/// proxy or NAT, which gives them all one address.
+pub const CONNECTIONS_PER_ADDRESS_MAX: usize = CONNECTIONS_MAX / 4;
+/// Calls and streams open at once from one remote address (default;
+/// `serve --requests-per-address`); one past it is refused, reason
+/// `Unavailable` (it passes once the client holds less), naming this limit.
+pub const REQUESTS_PER_ADDRESS_MAX: usize = 65_536;
+/// Longest a new connection may take to send the first bytes of its
+/// protocol (the HTTP/2 preface, or an HTTP/1 request line); a silent one
+/// is closed, so idle sockets cannot hold connection slots (default;
+/// `serve --handshake-timeout`).
+pub const HANDSHAKE_MS_MAX: u64 = 5_000;
+/// How long a connection with no call or stream open and nothing received
+/// (not even a ping) is kept (default; `serve --idle-connection-timeout`).
+pub const IDLE_CONNECTION_MS_MAX: u64 = 300_000;
+/// Longest one request message may take to arrive once it started (and
+/// a unary call's message, from the call's start): a slower sender
+/// (slowloris) is cut.
+pub const REQUEST_RECEIVE_MS_MAX: u64 = 10_000;
+/// Largest block of headers (HTTP/2 header list, gRPC metadata included)
+/// a request may carry, in bytes.
+pub const HEADER_LIST_BYTES_MAX: u32 = 16 * 1024;
 /// Concurrent gRPC calls and streams on one connection (HTTP/2
 /// SETTINGS_MAX_CONCURRENT_STREAMS); a client past it waits for a slot.
 pub const STREAMS_PER_CONNECTION_MAX: u32 = 1_024;
@@ -200,6 +224,12 @@ limits! {
     RequestBytesMax => REQUEST_BYTES_MAX,
     ConnectionsMax => CONNECTIONS_MAX,
     TlsHandshakeMsMax => TLS_HANDSHAKE_MS_MAX,
+    ConnectionsPerAddressMax => CONNECTIONS_PER_ADDRESS_MAX,
+    RequestsPerAddressMax => REQUESTS_PER_ADDRESS_MAX,
+    HandshakeMsMax => HANDSHAKE_MS_MAX,
+    IdleConnectionMsMax => IDLE_CONNECTION_MS_MAX,
+    RequestReceiveMsMax => REQUEST_RECEIVE_MS_MAX,
+    HeaderListBytesMax => HEADER_LIST_BYTES_MAX,
     StreamsPerConnectionMax => STREAMS_PER_CONNECTION_MAX,
     EventsFollowBuffer => EVENTS_FOLLOW_BUFFER,
     ListLocksMax => LIST_LOCKS_MAX,

@@ -32,6 +32,7 @@ pub mod codec;
 pub mod json;
 pub mod permits;
 pub mod reason;
+pub mod refusal;
 pub mod status;
 pub mod tls_mismatch;
 

@@ -28,6 +28,9 @@ pub struct ServeConfig {
     pub raft_timings: RaftTimings,
     /// Log entries between snapshots (bounds the log and the replay at restart).
     pub snapshot_every_entries: u64,
+    /// Connections and calls per remote address, and the deadlines of a
+    /// connection (see [`crate::connections`]).
+    pub connection_limits: crate::connections::ConnectionLimits,
     /// The Raft protocol this node speaks ([`PROTOCOL_VERSION`]; an older
     /// one only to act as the previous release in rolling-upgrade tests,
     /// see [`crate::raft::protocol`]).
@@ -75,6 +78,7 @@ impl ServeConfig {
             raft_timings: RaftTimings::default(),
             snapshot_every_entries: crate::raft::node::SNAPSHOT_EVERY_ENTRIES,
             protocol_version: crate::raft::protocol::PROTOCOL_VERSION,
+            connection_limits: crate::connections::ConnectionLimits::default(),
             peers: BTreeMap::new(),
             join: false,
             cluster_token: crate::identity::DEFAULT_CLUSTER_TOKEN.into(),

@@ -35,7 +35,7 @@ pub mod auth;
 pub mod backup;
 pub mod clock;
 mod config;
-mod connections;
+pub mod connections;
 pub mod ended_holds;
 pub mod events;
 mod health;

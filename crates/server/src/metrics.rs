@@ -88,7 +88,31 @@ const COUNTERS: &[(&str, &str)] = &[
     ),
     (
         "leasehold_connections_refused_total",
-        "Connections refused at the connection limit.",
+        "Connections refused at a bound, by cause (connections_max, connections_per_address_max).",
+    ),
+    (
+        "leasehold_connections_closed_total",
+        "Connections closed by a deadline, by cause (handshake_deadline, idle).",
+    ),
+    (
+        "leasehold_calls_refused_total",
+        "Calls and streams refused at a bound or cut, by cause (requests_per_address_max, request_receive_deadline).",
+    ),
+];
+
+/// Counters labelled by `cause`, and their causes (each starts at zero).
+const BY_CAUSE: &[(&str, &[&str])] = &[
+    (
+        "leasehold_connections_refused_total",
+        &["connections_max", "connections_per_address_max"],
+    ),
+    (
+        "leasehold_connections_closed_total",
+        &["handshake_deadline", "idle"],
+    ),
+    (
+        "leasehold_calls_refused_total",
+        &["requests_per_address_max", "request_receive_deadline"],
     ),
 ];
 
@@ -126,6 +150,10 @@ const HISTOGRAMS: &[(&str, &str)] = &[
 
 /// Gauges: name and help.
 const GAUGES: &[(&str, &str)] = &[
+    (
+        "leasehold_connections_open",
+        "Client connections open on this node's port (admitted, not yet closed).",
+    ),
     ("leasehold_leases", "Live leases."),
     ("leasehold_locks", "Locks held or waited for."),
     (
@@ -238,11 +266,17 @@ fn builder() -> Result<PrometheusBuilder, BuildError> {
         )
 }
 
-/// Describes every metric and starts the unlabelled counters at zero.
+/// Describes every metric and starts the unlabelled counters, and those
+/// by cause with each cause, at zero.
 fn describe() {
     for (name, help) in COUNTERS {
         metrics::describe_counter!(*name, *help);
-        if !name.ends_with("freed_total") && !name.ends_with("failures_total") {
+        let by_cause = BY_CAUSE.iter().find(|(counted, _)| counted == name);
+        if let Some((_, causes)) = by_cause {
+            for &cause in *causes {
+                metrics::counter!(*name, "cause" => cause).increment(0);
+            }
+        } else if !name.ends_with("freed_total") && !name.ends_with("failures_total") {
             metrics::counter!(*name).increment(0);
         }
     }

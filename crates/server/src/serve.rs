@@ -5,7 +5,7 @@
 
 use crate::api::{AuthApi, ClusterApi, FencedApi, LeaseApi, LockApi, Node, WatchApi};
 use crate::clock::{Clock, TokioClock};
-use crate::connections::ConnectionLimit;
+use crate::connections::{self, Admission, ConnectionLimit};
 use crate::hub::ApplyHub;
 use crate::identity::Identity;
 use crate::proposer::Proposer;
@@ -119,7 +119,8 @@ pub async fn serve_on(
         metrics_auth,
         readiness: config.readiness.clone(),
     };
-    let result = serve_port(node, gate, tls, listener, announce, shutdown).await;
+    let limit = ConnectionLimit::server_default(config.connection_limits);
+    let result = serve_port(node, gate, tls, (listener, limit), announce, shutdown).await;
     if let Err(error) = raft.shutdown().await {
         tracing::warn!(%error, "raft did not shut down cleanly");
     }
@@ -224,7 +225,7 @@ async fn serve_port(
     node: Arc<Node>,
     gate: tls::peers::PeerGate,
     tls: Option<Arc<Tls>>,
-    listener: TcpListener,
+    (listener, limit): (TcpListener, ConnectionLimit),
     announce: Announce,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
@@ -239,14 +240,21 @@ async fn serve_port(
         .add_service(health)
         .into_axum_router()
         .merge(http::router(node, announce.metrics_auth))
-        .fallback(http::not_found);
-    let limit = ConnectionLimit::server_default();
+        .fallback(http::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            limit.requests(),
+            connections::layer::bound_requests,
+        ));
     let Some(tls) = tls else {
+        let refusals = connections::refusal::Refusals::default();
         let incoming = TcpListenerStream::new(listener).filter_map(move |accepted| match accepted
             .and_then(|stream| limit.admit(stream))
         {
-            Ok(Some(stream)) => Some(Ok(stream)),
-            Ok(None) => None,
+            Ok(Admission::Admitted(stream)) => Some(Ok(stream)),
+            Ok(Admission::Refused { stream, why }) => {
+                refusals.tell(stream, why);
+                None
+            }
             Err(error) => Some(Err(error)),
         });
         return serve_incoming(Routes::from(router), incoming, stop).await;
@@ -269,6 +277,7 @@ where
     let server = tonic::transport::Server::builder()
         .accept_http1(true)
         .max_concurrent_streams(Some(limits::STREAMS_PER_CONNECTION_MAX))
+        .http2_max_header_list_size(limits::HEADER_LIST_BYTES_MAX)
         .add_routes(routes)
         .serve_with_incoming_shutdown(incoming, graceful);
     // Graceful shutdown waits for open streams (keep-alive streams stay open

@@ -21,6 +21,7 @@ pub mod member;
 pub mod packaging;
 pub mod release;
 pub mod serve;
+pub mod serve_limits;
 pub mod snapshot;
 pub mod snapshot_restore;
 pub mod status;

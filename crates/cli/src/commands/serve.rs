@@ -136,6 +136,10 @@ pub struct ServeArgs {
     /// other members back with `leasehold member add`. Once only.
     #[arg(long, conflicts_with_all = ["peers", "join"])]
     pub force_new_cluster: bool,
+    /// What one remote address may hold, and when an idle connection is
+    /// closed.
+    #[command(flatten)]
+    pub connections: super::serve_limits::ConnectionFlags,
     /// With --force-new-cluster only: the token floor, and whether this
     /// node's leases are kept.
     #[command(flatten)]
@@ -437,6 +441,7 @@ fn config_of(args: &ServeArgs) -> ServeConfig {
             client_ca: args.tls_client_ca.clone(),
             peer_ca: args.peer_ca.clone(),
         });
+    config.connection_limits = args.connections.limits();
     if let Some(protocol) = args.protocol_version {
         config.protocol_version = protocol;
     }

@@ -340,3 +340,20 @@ pub fn finish(mut child: Child, what: &str, limit: Duration) -> Run {
     let out = child.wait_with_output().expect("collect output");
     Run::from_output(&[what], out)
 }
+
+/// The answer (status line, headers, body) to a plain HTTP/1.1 GET of `path` at `addr` (`host:port`).
+pub fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read the answer");
+    answer
+}

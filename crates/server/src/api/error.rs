@@ -54,6 +54,14 @@ pub enum ApiError {
     /// request succeeds once the upgrade is done.
     #[error(transparent)]
     OlderMember(crate::raft::protocol::OlderMember),
+    /// A bound on what one client may hold at once (the calls open from its
+    /// address) refused the call. Reason `Unavailable`: it is let through
+    /// once the client holds less; `limit` names the bound.
+    #[error("{why}")]
+    AtLimit {
+        limit: leasehold_core::limits::Limit,
+        why: String,
+    },
 }
 
 fn leader_text(leader: &Option<u64>, addr: &Option<String>) -> String {
@@ -99,7 +107,8 @@ impl ApiError {
             | ApiError::NoQuorum(_)
             | ApiError::Removed { .. }
             | ApiError::Disk(_)
-            | ApiError::OlderMember(_) => Reason::Unavailable,
+            | ApiError::OlderMember(_)
+            | ApiError::AtLimit { .. } => Reason::Unavailable,
         }
     }
 
@@ -123,6 +132,7 @@ impl ApiError {
             ApiError::OlderMember(older) => {
                 (detail.leader_hint, detail.leader_addr) = older.leader.clone();
             }
+            ApiError::AtLimit { limit, .. } => detail.limit = limit.as_str().to_owned(),
         }
         (grpc_code(reason), detail)
     }
