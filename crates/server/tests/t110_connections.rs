@@ -164,3 +164,48 @@ fn percent_decoded(value: &str) -> String {
     }
     String::from_utf8_lossy(&out).into_owned()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_and_page_bodies_past_their_limits_are_refused() {
+    use leasehold_core::limits::{HEADER_LIST_BYTES_MAX, REQUEST_BYTES_MAX};
+    use tokio::io::AsyncWriteExt;
+    let server = TestServer::start().await;
+
+    // HTTP/2: a header list past HEADER_LIST_BYTES_MAX is refused by the
+    // server's HTTP/2 layer; one within it is served.
+    let (client, _driven) = h2_connection(server.addr).await;
+    let mut client = client.ready().await.expect("ready");
+    let mut request = grpc_request(server.addr, "/leasehold.v1.Cluster/Status");
+    let big = "x".repeat(HEADER_LIST_BYTES_MAX as usize + 1);
+    request
+        .headers_mut()
+        .insert("x-padding", big.parse().expect("header value"));
+    let refused = match client.send_request(request, true) {
+        Err(error) => Some(error.to_string()),
+        Ok((answer, _)) => match answer.await {
+            Err(error) => Some(error.to_string()),
+            Ok(answer) => {
+                (answer.status() != http::StatusCode::OK).then(|| answer.status().to_string())
+            }
+        },
+    };
+    assert!(
+        refused.is_some(),
+        "a {HEADER_LIST_BYTES_MAX}+ byte header was served"
+    );
+
+    // HTTP/1: a page request with a body past REQUEST_BYTES_MAX is 413.
+    let mut http1 = TcpStream::connect(server.addr).await.expect("connect");
+    let head = format!(
+        "POST /healthz HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        REQUEST_BYTES_MAX + 1
+    );
+    http1.write_all(head.as_bytes()).await.expect("sent");
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(SLACK, http1.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 413") && answer.contains("REQUEST_BYTES_MAX"),
+        "{answer}"
+    );
+}
