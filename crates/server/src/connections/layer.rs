@@ -6,10 +6,10 @@
 //!   ([`limits::REQUESTS_PER_ADDRESS_MAX`] by default); one past the bound
 //!   is refused at once, reason `Unavailable` with the limit named (it is
 //!   let through once the client holds less; HTTP 429 for a page), and
-//!   counted.
-//!
+//!   counted;
 //! - its request body must keep pace ([`super::paced`]): a slow sender is
-//!   cut.
+//!   cut. Not the Raft transport's: a snapshot sent to a follower may take
+//!   longer than a request's deadline, and only members get through to it.
 //!
 //! The count ends when the response body ends or is dropped, so a stream
 //! counts for as long as it lives.
@@ -51,17 +51,23 @@ impl RequestLimit {
         }
     }
 
-    /// How `request`'s body is paced.
-    fn pace(&self, request: &Request) -> Pace {
-        if !is_grpc(request) {
+    /// How `request`'s body is paced (`None`: not at all).
+    fn pace(&self, request: &Request) -> Option<Pace> {
+        let path = request.uri().path();
+        Some(if path.starts_with(RAFT_TRANSPORT) {
+            return None;
+        } else if !is_grpc(request) {
             Pace::Whole
-        } else if self.client_streams.contains(request.uri().path()) {
+        } else if self.client_streams.contains(path) {
             Pace::EachMessage
         } else {
             Pace::First
-        }
+        })
     }
 }
+
+/// The path prefix of the Raft transport's methods.
+const RAFT_TRANSPORT: &str = "/leasehold.v1.RaftTransport/";
 
 /// The paths of the methods whose client streams, from the descriptors.
 fn client_streams() -> HashSet<String> {
@@ -111,7 +117,7 @@ pub async fn bound_requests(
         return refusal(&request, peer, limit.max);
     };
     let pace = limit.pace(&request);
-    if pace == Pace::Whole && declared_length(&request) > limits::REQUEST_BYTES_MAX as u64 {
+    if pace == Some(Pace::Whole) && declared_length(&request) > limits::REQUEST_BYTES_MAX as u64 {
         let why = format!(
             "the request body is larger than REQUEST_BYTES_MAX ({} bytes)\n",
             limits::REQUEST_BYTES_MAX
@@ -119,7 +125,10 @@ pub async fn bound_requests(
         return (axum::http::StatusCode::PAYLOAD_TOO_LARGE, why).into_response();
     }
     let receive = Duration::from_millis(limits::REQUEST_RECEIVE_MS_MAX);
-    let request = request.map(|body| Body::new(Paced::new(body, pace, receive)));
+    let request = match pace {
+        Some(pace) => request.map(|body| Body::new(Paced::new(body, pace, receive))),
+        None => request,
+    };
     let response = next.run(request).await;
     response.map(|body| Body::new(Counted { body, _slot: slot }))
 }
