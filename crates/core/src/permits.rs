@@ -321,14 +321,25 @@ impl PermitPool {
         self.permits
     }
 
-    /// How many permits nobody holds.
+    /// How many permits nobody holds (none, for a pool whose grants hold
+    /// more than it has, which only a damaged snapshot could say; see
+    /// [`PermitPool::overdrawn`]).
     pub fn free(&self) -> u32 {
-        self.permits - self.held()
+        self.permits.saturating_sub(self.held())
     }
 
     /// How many permits are held.
     pub fn held(&self) -> u32 {
-        self.holds.iter().map(|h| h.count).sum()
+        self.holds
+            .iter()
+            .fold(0, |held, h| held.saturating_add(h.count))
+    }
+
+    /// Whether the grants hold more permits than the pool has (never, by
+    /// the grant rule; a decoded snapshot is checked for it).
+    pub fn overdrawn(&self) -> bool {
+        let held: u64 = self.holds.iter().map(|h| u64::from(h.count)).sum();
+        held > u64::from(self.permits)
     }
 
     /// The grants, oldest first.

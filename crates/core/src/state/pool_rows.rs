@@ -79,6 +79,11 @@ impl State {
             if pool.permits.is_idle() || self.locks.contains_key(name) {
                 return Err(format!("pool {name} is idle or also a lock"));
             }
+            if pool.permits.overdrawn() {
+                return Err(format!(
+                    "pool {name}'s grants hold more permits than it has"
+                ));
+            }
             let holds = pool.permits.holds().iter().map(|h| h.lease);
             for lease in holds.chain(pool.permits.waiters().map(|w| w.lease)) {
                 if !self.leases.contains_key(&lease) || !self.is_pool_member(lease, name) {

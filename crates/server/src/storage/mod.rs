@@ -58,7 +58,7 @@ pub use power_cut::{
 };
 pub use shared::{AppliedState, SharedState};
 pub(crate) use state_machine::encode as encode_snapshot;
-pub use state_machine::{decode_state, StateMachineStore};
+pub use state_machine::{decode_state, encode_state, StateMachineStore};
 pub use wal::{
     rewrite_wal_record_format, tear_wal_tail, wal_records, RecordPlace, TornTail,
     FSYNC_FAIL_AFTER_ENV,

@@ -127,6 +127,16 @@ pub(crate) fn encode(applied: &AppliedState) -> Result<Vec<u8>, postcard::Error>
     )
 }
 
+/// Snapshot bytes of `state` alone, at no log position and with no
+/// members (seeds of the snapshot fuzz target).
+pub fn encode_state(state: State) -> Result<Vec<u8>, postcard::Error> {
+    encode(&AppliedState {
+        state,
+        last_applied: None,
+        last_membership: StoredMembership::default(),
+    })
+}
+
 /// Decodes the state alone from snapshot bytes (a backup's, for its
 /// status and its restore).
 pub fn decode_state(data: &[u8]) -> Result<State, DbError> {
