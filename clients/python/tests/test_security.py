@@ -4,10 +4,12 @@
 bob's certificate locks under ``jobs/`` and is refused elsewhere
 (``PermissionDenied`` naming him); bob's token names the caller even over a
 connection made with alice's certificate; a plaintext client at the TLS
-port is told the server speaks TLS."""
+port is told the server speaks TLS; a host past its share of connections
+is told the limit that refused it."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Dict, Iterator, Optional
 
@@ -74,3 +76,18 @@ def test_a_plaintext_client_at_a_tls_port_is_told(secured: Service) -> None:
     with pytest.raises(leasehold.Unavailable) as refused:
         leasehold.Client(plain, connect_timeout=2, retry_budget=2).lease(ttl=5).grant()
     assert "speaks TLS" in str(refused.value), refused.value
+
+
+def test_a_host_past_its_share_of_connections_is_told_why() -> None:
+    service = start_service(1, ["--connections-per-address", "2", "--handshake-timeout", "60s"])
+    host, port = service.endpoint.replace("http://", "").rsplit(":", 1)
+    idle = [socket.create_connection((host, int(port))) for _ in range(2)]
+    try:
+        with pytest.raises(leasehold.Unavailable) as refused:
+            leasehold.Client(service.endpoint, connect_timeout=2, retry_budget=2).lease(ttl=5).grant()
+        said = str(refused.value)
+        assert "refused this connection" in said and "CONNECTIONS_PER_ADDRESS_MAX (2)" in said, said
+    finally:
+        for sock in idle:
+            sock.close()
+        service.stop()
