@@ -114,9 +114,8 @@ pub async fn serve_on(
     });
     bootstrap_admin(&config, &node)?;
     let gate = tls::peers::PeerGate::new(tls.clone(), config.peers.values().cloned().collect());
-    let metrics_auth = config.metrics_auth;
     let announce = Announce {
-        metrics_auth,
+        metrics_auth: config.metrics_auth,
         readiness: config.readiness.clone(),
     };
     let limit = ConnectionLimit::server_default(config.connection_limits);
