@@ -15,6 +15,11 @@
 //! - **Calls per address**: with `--requests-per-address 2`, two open
 //!   watches fill the share; a third call (`status`) is refused naming
 //!   `REQUESTS_PER_ADDRESS_MAX` (exit 5) until a watch ends.
+//! - **Calls per principal**: with `--requests-per-principal 2`, alice's
+//!   two open watches fill her share; her next call is refused naming
+//!   `REQUESTS_PER_PRINCIPAL_MAX` and her name (exit 5), while bob and an
+//!   anonymous caller on the same host are served; once a watch ends she is
+//!   served again.
 
 mod common;
 
@@ -258,6 +263,66 @@ fn t280_calls_past_the_share_of_an_address_are_refused_naming_the_limit() {
     wait_for("a call let through again", CLOSE_LIMIT, || {
         let run = server.cli(&["status", "--timeout", "1s"]);
         (run.code == 0).then_some(())
+    });
+    for mut watch in watches {
+        let _ = watch.kill();
+        let _ = watch.wait();
+    }
+}
+
+/// A new token's secret for the user `principal`, made with `root`'s.
+fn token_for(server: &Server, root: &str, principal: &str) -> String {
+    let user = ["--auth-token", root, "user", "add", principal];
+    server.cli(&user).expect_code(0);
+    let token = ["--auth-token", root, "token", "create", principal];
+    server.cli(&token).expect_code(0).stdout.trim().to_owned()
+}
+
+#[test]
+fn t280_calls_past_the_share_of_a_principal_are_refused_naming_the_limit() {
+    let server = Server::start_with_env(&[("LEASEHOLD_REQUESTS_PER_PRINCIPAL", "2")]);
+    let bootstrap = server.cli(&["auth", "bootstrap", "root"]);
+    let root = bootstrap.expect_code(0).stdout.trim().to_owned();
+    let alice = token_for(&server, &root, "alice");
+    let bob = token_for(&server, &root, "bob");
+    let status_as = |token: &str| server.cli(&["--auth-token", token, "status", "--timeout", "1s"]);
+
+    let watch = || server.spawn(&["--auth-token", &alice, "events", "--follow"]);
+    let mut watches: Vec<_> = (0..2).map(|_| watch()).collect();
+    let refused = wait_for("alice's two watches to fill her share", CLOSE_LIMIT, || {
+        for running in &mut watches {
+            if running.try_wait().expect("a watch's state").is_some() {
+                *running = watch();
+            }
+        }
+        let run = status_as(&alice);
+        (run.code == 5).then_some(run)
+    });
+    for word in [
+        "alice",
+        "REQUESTS_PER_PRINCIPAL_MAX (2)",
+        "--requests-per-principal",
+    ] {
+        assert!(
+            refused.stderr.contains(word),
+            "{word:?} in {}",
+            refused.stderr
+        );
+    }
+    status_as(&bob).expect_code(0);
+    server.cli(&["status", "--timeout", "1s"]).expect_code(0);
+    let refused_total = counter(
+        &server,
+        "leasehold_calls_refused_total",
+        "requests_per_principal_max",
+    );
+    assert!(refused_total >= 1, "{refused_total}");
+
+    let mut ended = watches.pop().expect("a watch");
+    ended.kill().expect("end a watch");
+    ended.wait().expect("reaped");
+    wait_for("alice served again", CLOSE_LIMIT, || {
+        (status_as(&alice).code == 0).then_some(())
     });
     for mut watch in watches {
         let _ = watch.kill();

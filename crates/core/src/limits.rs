@@ -82,6 +82,12 @@ pub const CONNECTIONS_PER_ADDRESS_MAX: usize = CONNECTIONS_MAX / 4;
 /// `serve --requests-per-address`); one past it is refused, reason
 /// `Unavailable` (it passes once the client holds less), naming this limit.
 pub const REQUESTS_PER_ADDRESS_MAX: usize = 65_536;
+/// Calls and streams open at once for one principal (default; `serve
+/// --requests-per-principal`), counted across every address it calls from,
+/// so that one tenant's runaway fleet cannot take the server from the
+/// others; one past it is refused like one past the address's share. Only
+/// callers with an identity count (a verified token or certificate).
+pub const REQUESTS_PER_PRINCIPAL_MAX: usize = 65_536;
 /// Longest a new connection may take to send the first bytes of its
 /// protocol (the HTTP/2 preface, or an HTTP/1 request line); a silent one
 /// is closed, so idle sockets cannot hold connection slots (default;
@@ -226,6 +232,7 @@ limits! {
     TlsHandshakeMsMax => TLS_HANDSHAKE_MS_MAX,
     ConnectionsPerAddressMax => CONNECTIONS_PER_ADDRESS_MAX,
     RequestsPerAddressMax => REQUESTS_PER_ADDRESS_MAX,
+    RequestsPerPrincipalMax => REQUESTS_PER_PRINCIPAL_MAX,
     HandshakeMsMax => HANDSHAKE_MS_MAX,
     IdleConnectionMsMax => IDLE_CONNECTION_MS_MAX,
     RequestReceiveMsMax => REQUEST_RECEIVE_MS_MAX,

@@ -96,7 +96,7 @@ const COUNTERS: &[(&str, &str)] = &[
     ),
     (
         "leasehold_calls_refused_total",
-        "Calls and streams refused at a bound or cut, by cause (requests_per_address_max, request_receive_deadline).",
+        "Calls and streams refused at a bound or cut, by cause (requests_per_address_max, requests_per_principal_max, request_receive_deadline).",
     ),
 ];
 
@@ -112,7 +112,11 @@ const BY_CAUSE: &[(&str, &[&str])] = &[
     ),
     (
         "leasehold_calls_refused_total",
-        &["requests_per_address_max", "request_receive_deadline"],
+        &[
+            "requests_per_address_max",
+            "requests_per_principal_max",
+            "request_receive_deadline",
+        ],
     ),
 ];
 

@@ -235,13 +235,17 @@ async fn serve_port(
     });
     crate::metrics::spawn_upkeep(crate::metrics::UPKEEP_EVERY, stop.clone());
     let health = health::service(node.clone(), stop.clone(), announce.readiness).await;
+    let identifying = node.clone();
+    let identify: connections::principals::Identify = Arc::new(move |authorization, extensions| {
+        crate::auth::caller::principal_of(&identifying, authorization, extensions)
+    });
     let router = grpc_routes(&node, gate)?
         .add_service(health)
         .into_axum_router()
         .merge(http::router(node, announce.metrics_auth))
         .fallback(http::not_found)
         .layer(axum::middleware::from_fn_with_state(
-            limit.requests(),
+            limit.requests(identify),
             connections::layer::bound_requests,
         ));
     let Some(tls) = tls else {

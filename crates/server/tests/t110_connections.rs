@@ -5,7 +5,10 @@
 //! - an established connection with nothing open and nothing sent is
 //!   closed at the idle timeout, while one with an open stream is kept;
 //! - a unary call whose message stalls midway (slowloris) is answered
-//!   `DEADLINE_EXCEEDED` at `REQUEST_RECEIVE_MS_MAX`, naming the limit.
+//!   `DEADLINE_EXCEEDED` at `REQUEST_RECEIVE_MS_MAX`, naming the limit;
+//! - an HTTP/1 request head sent a byte at a time is cut at hyper's head
+//!   deadline (30 s), and headers past `HEADER_LIST_BYTES_MAX` are refused
+//!   on HTTP/2 and HTTP/1 alike (431 naming the limit).
 //!
 //! Raw HTTP/2 (the `h2` crate) plays the misbehaving client, since no
 //! well-behaved library sends half a message.
@@ -168,7 +171,6 @@ fn percent_decoded(value: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn headers_and_page_bodies_past_their_limits_are_refused() {
     use leasehold_core::limits::{HEADER_LIST_BYTES_MAX, REQUEST_BYTES_MAX};
-    use tokio::io::AsyncWriteExt;
     let server = TestServer::start().await;
 
     // HTTP/2: a header list past HEADER_LIST_BYTES_MAX is refused by the
@@ -194,18 +196,72 @@ async fn headers_and_page_bodies_past_their_limits_are_refused() {
         "a {HEADER_LIST_BYTES_MAX}+ byte header was served"
     );
 
+    // HTTP/1: a page request with headers past HEADER_LIST_BYTES_MAX is 431
+    // naming it.
+    let head = format!(
+        "GET /healthz HTTP/1.1\r\nhost: x\r\nx-padding: {big}\r\nconnection: close\r\n\r\n"
+    );
+    let answer = http1_exchange(server.addr, &head).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 431") && answer.contains("HEADER_LIST_BYTES_MAX"),
+        "{answer}"
+    );
+
     // HTTP/1: a page request with a body past REQUEST_BYTES_MAX is 413.
-    let mut http1 = TcpStream::connect(server.addr).await.expect("connect");
     let head = format!(
         "POST /healthz HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
         REQUEST_BYTES_MAX + 1
     );
-    http1.write_all(head.as_bytes()).await.expect("sent");
-    let mut answer = Vec::new();
-    let _ = tokio::time::timeout(SLACK, http1.read_to_end(&mut answer)).await;
-    let answer = String::from_utf8_lossy(&answer);
+    let answer = http1_exchange(server.addr, &head).await;
     assert!(
         answer.starts_with("HTTP/1.1 413") && answer.contains("REQUEST_BYTES_MAX"),
         "{answer}"
     );
+}
+
+/// Sends `head` on a new HTTP/1 connection and reads the answer until the
+/// server closes it (or `SLACK` passes).
+async fn http1_exchange(addr: SocketAddr, head: &str) -> String {
+    use tokio::io::AsyncWriteExt;
+    let mut http1 = TcpStream::connect(addr).await.expect("connect");
+    http1.write_all(head.as_bytes()).await.expect("sent");
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(SLACK, http1.read_to_end(&mut answer)).await;
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// How long hyper lets an HTTP/1 request head take (its
+/// `header_read_timeout` default, which tonic's server turns on).
+const HTTP1_HEAD_DEADLINE: Duration = Duration::from_secs(30);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http1_head_sent_a_byte_at_a_time_is_cut_at_its_deadline() {
+    use tokio::io::AsyncWriteExt;
+    let server = TestServer::start().await;
+    let started = Instant::now();
+    let mut slow = TcpStream::connect(server.addr).await.expect("connect");
+    // Past the handshake's first bytes, so only the head's deadline is left
+    // (the idle one never runs out while bytes arrive).
+    let line = b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-slow: ";
+    slow.write_all(line).await.expect("the request line");
+    let bound = HTTP1_HEAD_DEADLINE + SLACK;
+    let cut = loop {
+        if started.elapsed() > bound {
+            break None;
+        }
+        if slow.write_all(b"a").await.is_err() {
+            break Some(started.elapsed());
+        }
+        let mut byte = [0u8; 1];
+        let read = tokio::time::timeout(Duration::from_millis(500), slow.read(&mut byte)).await;
+        if matches!(read, Ok(Ok(_)) | Ok(Err(_))) {
+            break Some(started.elapsed());
+        }
+    };
+    let cut = cut.unwrap_or_else(|| panic!("a dribbled head still open after {bound:?}"));
+    assert!(
+        cut >= HTTP1_HEAD_DEADLINE - SLACK,
+        "cut after {cut:?}, before the head's deadline: another bound cut it"
+    );
+    eprintln!("measured: a dribbled HTTP/1 head cut after {cut:?}");
 }

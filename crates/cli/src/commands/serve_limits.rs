@@ -20,6 +20,13 @@ pub struct ConnectionFlags {
     #[arg(long, env = "LEASEHOLD_REQUESTS_PER_ADDRESS", value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub requests_per_address: Option<u32>,
+    /// Calls and streams open at once for one principal (a verified token
+    /// or client certificate), from all its hosts together, at most
+    /// (default REQUESTS_PER_PRINCIPAL_MAX, 65536); past it a call is
+    /// refused with Unavailable naming the limit (exit 5).
+    #[arg(long, env = "LEASEHOLD_REQUESTS_PER_PRINCIPAL", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub requests_per_principal: Option<u32>,
     /// Close a connection that has no call or stream open and received
     /// nothing, not even a ping, for this long (default 5m).
     #[arg(long, env = "LEASEHOLD_IDLE_CONNECTION_TIMEOUT", value_name = "DURATION",
@@ -42,6 +49,9 @@ impl ConnectionFlags {
         }
         if let Some(max) = self.requests_per_address {
             limits.requests_per_address = max as usize;
+        }
+        if let Some(max) = self.requests_per_principal {
+            limits.requests_per_principal = max as usize;
         }
         if let Some(idle) = self.idle_connection_timeout {
             limits.deadlines.idle = idle;

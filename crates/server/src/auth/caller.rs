@@ -55,11 +55,7 @@ impl Caller {
         metadata: &MetadataMap,
         extensions: &Extensions,
     ) -> Result<Caller, ApiError> {
-        let bearer = metadata
-            .get(AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.strip_prefix("Bearer "))
-            .map(str::trim);
+        let bearer = bearer_secret(metadata.get(AUTHORIZATION).and_then(|v| v.to_str().ok()));
         let presented = bearer.map(|secret| Bearer {
             secret: secret.to_owned(),
             sha256: secret::digest(secret),
@@ -79,11 +75,7 @@ impl Caller {
                 node.refusals.report(refused_entry("", None, "", &why));
                 return Err(LockError::Unauthenticated { why }.into());
             }
-            _ => {
-                let principal =
-                    certificate_principal(extensions).and_then(|p| Principal::parse(&p).ok());
-                (principal, None)
-            }
+            _ => (certificate_principal(extensions), None),
         };
         if enabled && principal.is_none() {
             let error = LockError::anonymous();
@@ -171,13 +163,39 @@ impl Caller {
     }
 }
 
+/// The principal a request names, refusing and auditing nothing: its
+/// bearer token's if the token verifies, else its client certificate's.
+/// For the bounds counted per principal before a call reaches its handler
+/// ([`crate::connections`]); the handler identifies the caller again with
+/// [`Caller::identify`], which refuses what this passes over.
+pub fn principal_of(
+    node: &Node,
+    authorization: Option<&str>,
+    extensions: &Extensions,
+) -> Option<Principal> {
+    let by_token = bearer_secret(authorization).and_then(|secret| {
+        let sha256 = secret::digest(secret);
+        node.state.read(|state| {
+            let found = state.auth().authenticate(secret, &sha256, wall_unix_ms());
+            found.ok().cloned()
+        })
+    });
+    by_token.or_else(|| certificate_principal(extensions))
+}
+
+/// The secret of an `authorization: Bearer <secret>` value.
+fn bearer_secret(authorization: Option<&str>) -> Option<&str> {
+    authorization?.strip_prefix("Bearer ").map(str::trim)
+}
+
 /// The principal of the request's client certificate (SAN URI or DNS name,
 /// else CN), if it presented one; rustls verified its chain against the
 /// client (or peer) CA during the handshake.
-fn certificate_principal(extensions: &Extensions) -> Option<String> {
+fn certificate_principal(extensions: &Extensions) -> Option<Principal> {
     let info = extensions.get::<TlsConnectInfo<TcpConnectInfo>>()?;
     let chain = info.peer_certs()?;
-    crate::tls::certificate_principal(chain.first()?)
+    let name = crate::tls::certificate_principal(chain.first()?)?;
+    Principal::parse(&name).ok()
 }
 
 fn refused_entry(principal: &str, verb: Option<Verb>, name: &str, why: &str) -> AuditEntry {

@@ -3,10 +3,11 @@
 //! - it counts on its connection while it is open (an open call or stream
 //!   keeps the connection from being closed as idle, see [`super::stream`]);
 //! - calls and streams open at once from one remote address are bounded
-//!   ([`limits::REQUESTS_PER_ADDRESS_MAX`] by default); one past the bound
-//!   is refused at once, reason `Unavailable` with the limit named (it is
-//!   let through once the client holds less; HTTP 429 for a page), and
-//!   counted;
+//!   ([`limits::REQUESTS_PER_ADDRESS_MAX`] by default), and those of one
+//!   principal ([`limits::REQUESTS_PER_PRINCIPAL_MAX`], see
+//!   [`super::principals`]); one past a bound is refused at once, reason
+//!   `Unavailable` with the limit named (it is let through once the client
+//!   holds less; HTTP 429 for a page), and counted;
 //! - its request body must keep pace ([`super::paced`]): a slow sender is
 //!   cut. Not the Raft transport's: a snapshot sent to a follower may take
 //!   longer than a request's deadline, and only members get through to it.
@@ -15,8 +16,10 @@
 //! counts for as long as it lives.
 //!
 //! [`limits::REQUESTS_PER_ADDRESS_MAX`]: leasehold_core::limits::REQUESTS_PER_ADDRESS_MAX
+//! [`limits::REQUESTS_PER_PRINCIPAL_MAX`]: leasehold_core::limits::REQUESTS_PER_PRINCIPAL_MAX
 
 use super::paced::{Pace, Paced};
+use super::principals::{Identify, PrincipalShares, PrincipalSlot};
 use super::registry::{Registry, Slot};
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -32,22 +35,56 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
 
-/// The per-address bound on calls and streams, and how their bodies are
-/// paced.
+/// The per-address and per-principal bounds on calls and streams, and how
+/// their bodies are paced.
 #[derive(Clone)]
 pub struct RequestLimit {
     registry: Arc<Registry>,
     max: usize,
+    principals: PrincipalLimit,
     /// The gRPC paths whose client streams (paced per message).
     client_streams: Arc<HashSet<String>>,
 }
 
+/// The per-principal bound.
+#[derive(Clone)]
+pub(super) struct PrincipalLimit {
+    pub shares: Arc<PrincipalShares>,
+    pub identify: Identify,
+    pub max: usize,
+}
+
 impl RequestLimit {
-    pub(super) fn new(registry: Arc<Registry>, max: usize) -> RequestLimit {
+    pub(super) fn new(
+        registry: Arc<Registry>,
+        max: usize,
+        principals: PrincipalLimit,
+    ) -> RequestLimit {
         RequestLimit {
             registry,
             max,
+            principals,
             client_streams: Arc::new(client_streams()),
+        }
+    }
+
+    /// A slot in the share of `request`'s principal (`Ok(None)`: it names
+    /// none), or the refusal's sentence.
+    fn principal_slot(&self, request: &Request) -> Result<Option<PrincipalSlot>, String> {
+        let authorization = request.headers().get(axum::http::header::AUTHORIZATION);
+        let authorization = authorization.and_then(|value| value.to_str().ok());
+        let limit = &self.principals;
+        let Some(principal) = (limit.identify)(authorization, request.extensions()) else {
+            return Ok(None);
+        };
+        match limit.shares.take(&principal, limit.max) {
+            Some(slot) => Ok(Some(slot)),
+            None => Err(format!(
+                "principal {principal} has REQUESTS_PER_PRINCIPAL_MAX ({}) calls and streams \
+                 open already; finish or cancel some (for a fleet sharing one identity, raise it \
+                 with serve --requests-per-principal)",
+                limit.max
+            )),
         }
     }
 
@@ -108,13 +145,25 @@ pub async fn bound_requests(
     request: Request,
     next: Next,
 ) -> Response {
+    if let Some(too_large) = http1_head_too_large(&request) {
+        return too_large;
+    }
     let Some(peer) = remote_addr(&request) else {
         return next.run(request).await;
     };
     let Some(slot) = limit.registry.call(peer, limit.max) else {
-        metrics::counter!("leasehold_calls_refused_total", "cause" => "requests_per_address_max")
-            .increment(1);
-        return refusal(&request, peer, limit.max);
+        let why = format!(
+            "{} has REQUESTS_PER_ADDRESS_MAX ({}) calls and streams open already; finish or \
+             cancel some, or spread the clients over more hosts (behind a proxy or NAT, raise \
+             it with serve --requests-per-address)",
+            peer.ip(),
+            limit.max
+        );
+        return refused(&request, Limit::RequestsPerAddressMax, why);
+    };
+    let principal_slot = match limit.principal_slot(&request) {
+        Ok(slot) => slot,
+        Err(why) => return refused(&request, Limit::RequestsPerPrincipalMax, why),
     };
     let pace = limit.pace(&request);
     if pace == Some(Pace::Whole) && declared_length(&request) > limits::REQUEST_BYTES_MAX as u64 {
@@ -130,7 +179,35 @@ pub async fn bound_requests(
         None => request,
     };
     let response = next.run(request).await;
-    response.map(|body| Body::new(Counted { body, _slot: slot }))
+    let slots = (slot, principal_slot);
+    response.map(|body| {
+        Body::new(Counted {
+            body,
+            _slots: slots,
+        })
+    })
+}
+
+/// 431 for an HTTP/1 request whose headers are past
+/// [`limits::HEADER_LIST_BYTES_MAX`], counted as HTTP/2 counts a header
+/// list (name, value and 32 bytes each). HTTP/2's are refused by the
+/// server's HTTP/2 layer before they get here; hyper reads an HTTP/1 head
+/// of at most about 400 KiB (and within 30 s), then this names the limit.
+fn http1_head_too_large(request: &Request) -> Option<Response> {
+    if request.version() >= axum::http::Version::HTTP_2 {
+        return None;
+    }
+    let headers = request.headers().iter();
+    let bytes: usize = headers
+        .map(|(name, value)| name.as_str().len() + value.len() + 32)
+        .sum();
+    let max = limits::HEADER_LIST_BYTES_MAX as usize;
+    (bytes > max).then(|| {
+        let why = format!(
+            "the request's headers are {bytes} bytes, past HEADER_LIST_BYTES_MAX ({max} bytes)\n"
+        );
+        (axum::http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, why).into_response()
+    })
 }
 
 /// The client's address, as tonic recorded it for the connection.
@@ -145,16 +222,12 @@ fn remote_addr(request: &Request) -> Option<SocketAddr> {
         })
 }
 
-/// `RESOURCE_EXHAUSTED` (gRPC) or 429 (HTTP), naming the limit.
-fn refusal(request: &Request, peer: SocketAddr, max: usize) -> Response {
-    let why = format!(
-        "{} has REQUESTS_PER_ADDRESS_MAX ({max}) calls and streams open already; finish or \
-         cancel some, or spread the clients over more hosts (behind a proxy or NAT, raise it \
-         with serve --requests-per-address)",
-        peer.ip()
-    );
+/// A call refused at `limit`, counted by it: `Unavailable` naming the limit
+/// (gRPC) or 429 (HTTP).
+fn refused(request: &Request, limit: Limit, why: String) -> Response {
+    let cause = limit.as_str().to_ascii_lowercase();
+    metrics::counter!("leasehold_calls_refused_total", "cause" => cause).increment(1);
     if is_grpc(request) {
-        let limit = Limit::RequestsPerAddressMax;
         let status = tonic::Status::from(crate::api::ApiError::AtLimit { limit, why });
         return status.into_http::<Body>().into_response();
     }
@@ -165,10 +238,10 @@ fn refusal(request: &Request, peer: SocketAddr, max: usize) -> Response {
         .into_response()
 }
 
-/// A response body that holds its call's count until it ends.
+/// A response body that holds its call's counts until it ends.
 struct Counted {
     body: Body,
-    _slot: Slot,
+    _slots: (Slot, Option<PrincipalSlot>),
 }
 
 impl http_body::Body for Counted {

@@ -7,8 +7,8 @@
 //! ([`refusal`]), so a connection storm cannot exhaust the server's file
 //! descriptors or memory while existing clients keep working. An admitted
 //! connection must start within a deadline and is closed when idle
-//! ([`stream`]); calls and streams are bounded per address too
-//! ([`layer`]).
+//! ([`stream`]); calls and streams are bounded per address too, and per
+//! principal ([`layer`], [`principals`]).
 //!
 //! The bound is also kept [`FDS_RESERVED`] below the process's open-files
 //! limit (`serve` raises its soft limit to the hard one first): otherwise
@@ -18,6 +18,7 @@
 
 pub mod layer;
 mod paced;
+pub mod principals;
 pub mod refusal;
 mod registry;
 mod stream;
@@ -37,13 +38,16 @@ use tokio::sync::Semaphore;
 pub const FDS_RESERVED: usize = 256;
 
 /// The bounds an operator may set (`serve --connections-per-address`,
-/// `--requests-per-address`, `--idle-connection-timeout`).
+/// `--requests-per-address`, `--requests-per-principal`,
+/// `--idle-connection-timeout`, `--handshake-timeout`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnectionLimits {
     /// Open connections from one remote address.
     pub per_address: usize,
     /// Calls and streams open at once from one remote address.
     pub requests_per_address: usize,
+    /// Calls and streams open at once for one principal.
+    pub requests_per_principal: usize,
     /// How long a connection may take to start, and stay idle.
     pub deadlines: Deadlines,
 }
@@ -53,6 +57,7 @@ impl Default for ConnectionLimits {
         ConnectionLimits {
             per_address: limits::CONNECTIONS_PER_ADDRESS_MAX,
             requests_per_address: limits::REQUESTS_PER_ADDRESS_MAX,
+            requests_per_principal: limits::REQUESTS_PER_PRINCIPAL_MAX,
             deadlines: Deadlines {
                 handshake: Duration::from_millis(limits::HANDSHAKE_MS_MAX),
                 idle: Duration::from_millis(limits::IDLE_CONNECTION_MS_MAX),
@@ -91,10 +96,17 @@ impl ConnectionLimit {
         }
     }
 
-    /// The per-address bound on calls and streams ([`layer`]), sharing
-    /// this limit's view of the connections.
-    pub fn requests(&self) -> layer::RequestLimit {
-        layer::RequestLimit::new(self.registry.clone(), self.limits.requests_per_address)
+    /// The per-address and per-principal bounds on calls and streams
+    /// ([`layer`]), sharing this limit's view of the connections; `identify`
+    /// names a request's principal.
+    pub fn requests(&self, identify: principals::Identify) -> layer::RequestLimit {
+        let principals = layer::PrincipalLimit {
+            shares: Arc::default(),
+            identify,
+            max: self.limits.requests_per_principal,
+        };
+        let max = self.limits.requests_per_address;
+        layer::RequestLimit::new(self.registry.clone(), max, principals)
     }
 
     /// The server's bound: [`limits::CONNECTIONS_MAX`], or less when the
