@@ -151,25 +151,26 @@ fn t280_an_idle_flood_from_one_host_locks_out_nobody() {
          each) during it: p50 {:?}, max {:?}, all within {during:?} of the flood's start",
         took[10], took[19]
     );
-    // The host holds its share and no more; the rest was refused. (Not
-    // every refusal is counted: the kernel completes a few connections
-    // past a full accept queue that the server only accepts, and refuses,
-    // on a later retransmission.)
+    // The host holds its share and no more; the rest is refused as the
+    // server drains its accept queue, which on a loaded machine goes on
+    // after the client's rounds. (Not every refusal is counted: the kernel
+    // completes a few connections past a full accept queue that the server
+    // only accepts, and refuses, on a later retransmission.)
     let open = metric(&server, "leasehold_connections_open");
     assert!(
         open as usize <= CONNECTIONS_PER_ADDRESS_MAX + CLIENT_CONNECTIONS_MAX,
         "{open} connections open"
     );
-    let refused = counter(
-        &server,
-        "leasehold_connections_refused_total",
-        "connections_per_address_max",
-    );
     let beyond_share = FLOOD_SOCKETS - CONNECTIONS_PER_ADDRESS_MAX;
-    assert!(
-        refused as usize > beyond_share * 9 / 10,
-        "refused {refused}"
-    );
+    let refused = wait_for("the flood past its share refused", CLOSE_LIMIT, || {
+        let refused = counter(
+            &server,
+            "leasehold_connections_refused_total",
+            "connections_per_address_max",
+        );
+        (refused as usize > beyond_share * 9 / 10).then_some(refused)
+    });
+    eprintln!("measured: {refused} of the flood's {beyond_share} sockets past its share refused");
     phase("the server closes the admitted idle sockets at the handshake deadline");
     wait_for(
         "the idle sockets closed",
