@@ -12,11 +12,12 @@
 //!   load) and backup files.
 //! - [`raft`]: Raft messages between nodes, requests and replies.
 //!
-//! The toolchain here is stable, so libFuzzer (nightly) is not used: the
-//! driver ([`run`]) mutates a checked-in corpus (`corpus/<target>/`) with a
-//! seeded generator, bounded in count and time. `tests/corpus.rs` replays
-//! the corpus and runs a short bounded round of each target in CI;
-//! `leasehold-fuzz TARGET --seconds S` runs one for as long as asked.
+//! The driver ([`run`]) mutates a checked-in corpus (`corpus/<target>/`)
+//! with a seeded generator, bounded in count and time: `tests/corpus.rs`
+//! replays the corpus and runs a short bounded round of each target in CI;
+//! `leasehold-fuzz TARGET --seconds S` runs one for as long as asked. For
+//! coverage-guided runs, `libfuzzer/run.sh` builds the same targets under
+//! libFuzzer.
 
 pub mod corpus;
 pub mod mutate;
