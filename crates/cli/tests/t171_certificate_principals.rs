@@ -6,10 +6,15 @@
 //! certificate whose principal has no user is refused (exit 7), and the
 //! lease bob granted belongs to bob. Over HTTPS the page's data answers
 //! alice's certificate and refuses bob's (403): he may observe `jobs/` only.
+//!
+//! A certificate principal holds at most its share of connections (issue
+//! 20): with `--connections-per-principal 2`, alice's two open watches fill
+//! it; her next connection is refused naming `CONNECTIONS_PER_PRINCIPAL_MAX`
+//! (exit 5) while bob's is served, and once a watch ends she is served.
 
 mod common;
 
-use common::{command_to, phase, Run, Server};
+use common::{command_to, fill_share, phase, spawn_captured, Run, Server};
 use leasehold_testkit::tls::{https_get, Ca};
 use leasehold_testkit::wait_for;
 use std::path::{Path, PathBuf};
@@ -41,6 +46,29 @@ fn identity(ca: &Ca, ca_file: &Path, dir: &Path, principal: &str) -> Identity {
     }
 }
 
+/// An mTLS server (its certificate and client CA from `ca`) started with
+/// `extra` serve flags; its own commands run as alice, whose identity is
+/// returned.
+fn mtls_server(ca: &Ca, ca_file: &Path, dir: &Path, extra: &[&str]) -> (Server, Identity) {
+    let (cert, key) = ca.server().write(dir, "server");
+    let mut serve = vec![
+        "--tls-cert".to_owned(),
+        cert.display().to_string(),
+        "--tls-key".to_owned(),
+        key.display().to_string(),
+        "--tls-client-ca".to_owned(),
+        ca_file.display().to_string(),
+    ];
+    serve.extend(extra.iter().map(|flag| (*flag).to_owned()));
+    let alice = identity(ca, ca_file, dir, "alice");
+    let alice_env = [
+        ("LEASEHOLD_CACERT", alice.ca.display().to_string()),
+        ("LEASEHOLD_CERT", alice.cert.display().to_string()),
+        ("LEASEHOLD_KEY", alice.key.display().to_string()),
+    ];
+    (Server::start_tls(&serve, &alice_env), alice)
+}
+
 fn expect_denied(run: &Run, words: &[&str]) {
     run.expect_code(7);
     for word in words {
@@ -53,25 +81,8 @@ fn t171_a_client_certificate_is_the_principal() {
     let dir = tempfile::tempdir().unwrap();
     let ca = Ca::new("t171 CA");
     let ca_file = ca.write(dir.path(), "ca");
-    let (cert, key) = ca.server().write(dir.path(), "server");
-    let serve = [
-        "--tls-cert",
-        &cert.display().to_string(),
-        "--tls-key",
-        &key.display().to_string(),
-        "--tls-client-ca",
-        &ca_file.display().to_string(),
-        "--bootstrap-admin",
-        "alice",
-    ]
-    .map(str::to_owned);
-    let alice = identity(&ca, &ca_file, dir.path(), "alice");
-    let alice_env = [
-        ("LEASEHOLD_CACERT", alice.ca.display().to_string()),
-        ("LEASEHOLD_CERT", alice.cert.display().to_string()),
-        ("LEASEHOLD_KEY", alice.key.display().to_string()),
-    ];
-    let server = Server::start_tls(&serve, &alice_env);
+    let admin = ["--bootstrap-admin", "alice"];
+    let (server, alice) = mtls_server(&ca, &ca_file, dir.path(), &admin);
     let bob = identity(&ca, &ca_file, dir.path(), "bob");
     let mallory = identity(&ca, &ca_file, dir.path(), "mallory");
 
@@ -111,4 +122,55 @@ fn t171_a_client_certificate_is_the_principal() {
     let (worker, body) = page("bob");
     assert_eq!(worker, 403, "bob may observe jobs/ only: {body}");
     assert!(body.contains("principal bob"), "{body}");
+}
+
+#[test]
+fn t171_a_certificate_principal_holds_at_most_its_share_of_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("t171 CA");
+    let ca_file = ca.write(dir.path(), "ca");
+    let limit = ["--connections-per-principal", "2"];
+    let (server, alice) = mtls_server(&ca, &ca_file, dir.path(), &limit);
+    let bob = identity(&ca, &ca_file, dir.path(), "bob");
+    let watch = || {
+        let mut command = command_to(&server.endpoint(), &["events", "--follow"]);
+        command
+            .env("LEASEHOLD_CACERT", &alice.ca)
+            .env("LEASEHOLD_CERT", &alice.cert)
+            .env("LEASEHOLD_KEY", &alice.key);
+        spawn_captured(command)
+    };
+    let status = |who: &Identity| as_(&server, who, &["status", "--timeout", "2s"]);
+
+    phase("alice's two watches fill her share of connections");
+    let wait = Duration::from_secs(30);
+    let (mut watches, refused) =
+        fill_share("alice's watches filling her share", wait, 2, watch, || {
+            let run = status(&alice);
+            (run.code == 5).then_some(run)
+        });
+    for word in [
+        "principal alice",
+        "CONNECTIONS_PER_PRINCIPAL_MAX (2)",
+        "--connections-per-principal",
+    ] {
+        assert!(
+            refused.stderr.contains(word),
+            "{word:?} in {}",
+            refused.stderr
+        );
+    }
+    status(&bob).expect_code(0);
+
+    phase("a watch ends: alice is served again");
+    let mut ended = watches.pop().expect("a watch");
+    ended.kill().expect("end a watch");
+    ended.wait().expect("reaped");
+    wait_for("alice served again", wait, || {
+        (status(&alice).code == 0).then_some(())
+    });
+    for mut watch in watches {
+        let _ = watch.kill();
+        let _ = watch.wait();
+    }
 }

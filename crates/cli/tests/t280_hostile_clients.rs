@@ -23,7 +23,7 @@
 
 mod common;
 
-use common::{http_get, phase, wait_for, Server};
+use common::{fill_share, http_get, phase, wait_for, Server};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -230,18 +230,16 @@ fn t280_a_host_at_its_share_hears_why_and_is_served_once_its_idle_sockets_close(
 fn t280_calls_past_the_share_of_an_address_are_refused_naming_the_limit() {
     let server = Server::start_with_env(&[("LEASEHOLD_REQUESTS_PER_ADDRESS", "2")]);
     let watch = || server.spawn(&["events", "--follow"]);
-    let mut watches: Vec<_> = (0..2).map(|_| watch()).collect();
-    // A probe and a watch starting at the same moment can take the share
-    // from each other: a watch refused that way exits, and is started again.
-    let refused = wait_for("the two watches to fill the share", CLOSE_LIMIT, || {
-        for running in &mut watches {
-            if running.try_wait().expect("a watch's state").is_some() {
-                *running = watch();
-            }
-        }
-        let run = server.cli(&["status", "--timeout", "1s"]);
-        (run.code == 5).then_some(run)
-    });
+    let (mut watches, refused) = fill_share(
+        "two watches filling the share",
+        CLOSE_LIMIT,
+        2,
+        watch,
+        || {
+            let run = server.cli(&["status", "--timeout", "1s"]);
+            (run.code == 5).then_some(run)
+        },
+    );
     assert!(
         refused.stderr.contains("REQUESTS_PER_ADDRESS_MAX (2)")
             && refused.stderr.contains("--requests-per-address"),
@@ -289,16 +287,16 @@ fn t280_calls_past_the_share_of_a_principal_are_refused_naming_the_limit() {
     let status_as = |token: &str| server.cli(&["--auth-token", token, "status", "--timeout", "1s"]);
 
     let watch = || server.spawn(&["--auth-token", &alice, "events", "--follow"]);
-    let mut watches: Vec<_> = (0..2).map(|_| watch()).collect();
-    let refused = wait_for("alice's two watches to fill her share", CLOSE_LIMIT, || {
-        for running in &mut watches {
-            if running.try_wait().expect("a watch's state").is_some() {
-                *running = watch();
-            }
-        }
-        let run = status_as(&alice);
-        (run.code == 5).then_some(run)
-    });
+    let (mut watches, refused) = fill_share(
+        "alice's two watches filling her share",
+        CLOSE_LIMIT,
+        2,
+        watch,
+        || {
+            let run = status_as(&alice);
+            (run.code == 5).then_some(run)
+        },
+    );
     for word in [
         "alice",
         "REQUESTS_PER_PRINCIPAL_MAX (2)",

@@ -82,6 +82,13 @@ pub const CONNECTIONS_PER_ADDRESS_MAX: usize = CONNECTIONS_MAX / 4;
 /// `serve --requests-per-address`); one past it is refused, reason
 /// `Unavailable` (it passes once the client holds less), naming this limit.
 pub const REQUESTS_PER_ADDRESS_MAX: usize = 65_536;
+/// Open TLS connections whose client certificate names one principal
+/// (default; `serve --connections-per-principal`), counted across every
+/// address, so that one tenant's fleet cannot take the whole of
+/// [`CONNECTIONS_MAX`]. A connection without a certificate is counted by
+/// its address only (a bearer token names a principal per call, not per
+/// connection).
+pub const CONNECTIONS_PER_PRINCIPAL_MAX: usize = CONNECTIONS_MAX / 4;
 /// Calls and streams open at once for one principal (default; `serve
 /// --requests-per-principal`), counted across every address it calls from,
 /// so that one tenant's runaway fleet cannot take the server from the
@@ -233,6 +240,7 @@ limits! {
     ConnectionsPerAddressMax => CONNECTIONS_PER_ADDRESS_MAX,
     RequestsPerAddressMax => REQUESTS_PER_ADDRESS_MAX,
     RequestsPerPrincipalMax => REQUESTS_PER_PRINCIPAL_MAX,
+    ConnectionsPerPrincipalMax => CONNECTIONS_PER_PRINCIPAL_MAX,
     HandshakeMsMax => HANDSHAKE_MS_MAX,
     IdleConnectionMsMax => IDLE_CONNECTION_MS_MAX,
     RequestReceiveMsMax => REQUEST_RECEIVE_MS_MAX,

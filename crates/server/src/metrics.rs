@@ -88,7 +88,7 @@ const COUNTERS: &[(&str, &str)] = &[
     ),
     (
         "leasehold_connections_refused_total",
-        "Connections refused at a bound, by cause (connections_max, connections_per_address_max).",
+        "Connections refused at a bound, by cause (connections_max, connections_per_address_max, connections_per_principal_max).",
     ),
     (
         "leasehold_connections_closed_total",
@@ -104,7 +104,11 @@ const COUNTERS: &[(&str, &str)] = &[
 const BY_CAUSE: &[(&str, &[&str])] = &[
     (
         "leasehold_connections_refused_total",
-        &["connections_max", "connections_per_address_max"],
+        &[
+            "connections_max",
+            "connections_per_address_max",
+            "connections_per_principal_max",
+        ],
     ),
     (
         "leasehold_connections_closed_total",

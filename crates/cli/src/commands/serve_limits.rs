@@ -14,6 +14,13 @@ pub struct ConnectionFlags {
     #[arg(long, env = "LEASEHOLD_CONNECTIONS_PER_ADDRESS", value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub connections_per_address: Option<u32>,
+    /// Open TLS connections whose client certificate names one principal,
+    /// from all its hosts together, at most (default
+    /// CONNECTIONS_PER_PRINCIPAL_MAX, 4096); past it a connection is
+    /// refused naming the limit (exit 5).
+    #[arg(long, env = "LEASEHOLD_CONNECTIONS_PER_PRINCIPAL", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub connections_per_principal: Option<u32>,
     /// Calls and streams open at once from one remote address, at most
     /// (default REQUESTS_PER_ADDRESS_MAX, 65536); past it a call is refused
     /// with Unavailable naming the limit (exit 5).
@@ -46,6 +53,9 @@ impl ConnectionFlags {
         let mut limits = ConnectionLimits::default();
         if let Some(max) = self.connections_per_address {
             limits.per_address = max as usize;
+        }
+        if let Some(max) = self.connections_per_principal {
+            limits.per_principal = max as usize;
         }
         if let Some(max) = self.requests_per_address {
             limits.requests_per_address = max as usize;

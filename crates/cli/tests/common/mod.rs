@@ -357,3 +357,28 @@ pub fn http_get(addr: &str, path: &str) -> String {
     stream.read_to_string(&mut answer).expect("read the answer");
     answer
 }
+
+/// Keeps `count` processes made by `start` running until `refused` (a
+/// probe run meanwhile) returns `Some`, for tests that fill a share with
+/// long-lived calls: a probe and a process starting at the same moment can
+/// take the share from each other, and a process refused that way exits and
+/// is started again. Returns the processes (the caller ends them) and what
+/// `refused` returned.
+pub fn fill_share<T>(
+    what: &str,
+    limit: Duration,
+    count: usize,
+    start: impl Fn() -> Child,
+    mut refused: impl FnMut() -> Option<T>,
+) -> (Vec<Child>, T) {
+    let mut running: Vec<Child> = (0..count).map(|_| start()).collect();
+    let found = wait_for(what, limit, || {
+        for process in &mut running {
+            if process.try_wait().expect("a process's state").is_some() {
+                *process = start();
+            }
+        }
+        refused()
+    });
+    (running, found)
+}

@@ -8,7 +8,8 @@
 //! descriptors or memory while existing clients keep working. An admitted
 //! connection must start within a deadline and is closed when idle
 //! ([`stream`]); calls and streams are bounded per address too, and per
-//! principal ([`layer`], [`principals`]).
+//! principal ([`layer`], [`principals`]), and so are the TLS connections
+//! of a certificate principal ([`ConnectionLimit::admit_principal`]).
 //!
 //! The bound is also kept [`FDS_RESERVED`] below the process's open-files
 //! limit (`serve` raises its soft limit to the hard one first): otherwise
@@ -25,6 +26,7 @@ mod stream;
 
 pub use stream::{Deadlines, LimitedStream};
 
+use leasehold_core::auth::Principal;
 use leasehold_core::limits;
 use registry::Registry;
 use std::io;
@@ -38,12 +40,15 @@ use tokio::sync::Semaphore;
 pub const FDS_RESERVED: usize = 256;
 
 /// The bounds an operator may set (`serve --connections-per-address`,
-/// `--requests-per-address`, `--requests-per-principal`,
+/// `--connections-per-principal`, `--requests-per-address`,
+/// `--requests-per-principal`,
 /// `--idle-connection-timeout`, `--handshake-timeout`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnectionLimits {
     /// Open connections from one remote address.
     pub per_address: usize,
+    /// Open TLS connections whose client certificate names one principal.
+    pub per_principal: usize,
     /// Calls and streams open at once from one remote address.
     pub requests_per_address: usize,
     /// Calls and streams open at once for one principal.
@@ -56,6 +61,7 @@ impl Default for ConnectionLimits {
     fn default() -> ConnectionLimits {
         ConnectionLimits {
             per_address: limits::CONNECTIONS_PER_ADDRESS_MAX,
+            per_principal: limits::CONNECTIONS_PER_PRINCIPAL_MAX,
             requests_per_address: limits::REQUESTS_PER_ADDRESS_MAX,
             requests_per_principal: limits::REQUESTS_PER_PRINCIPAL_MAX,
             deadlines: Deadlines {
@@ -82,6 +88,8 @@ pub struct ConnectionLimit {
     max: usize,
     /// Open connections and calls by address.
     registry: Arc<Registry>,
+    /// Open TLS connections by certificate principal.
+    principal_connections: Arc<principals::PrincipalShares>,
     limits: ConnectionLimits,
 }
 
@@ -92,8 +100,31 @@ impl ConnectionLimit {
             permits: Arc::new(Semaphore::new(max)),
             max,
             registry: Arc::new(Registry::default()),
+            principal_connections: Arc::default(),
             limits,
         }
+    }
+
+    /// Counts a TLS connection whose client certificate names `principal`
+    /// in that principal's share (the caller holds the slot for the
+    /// connection's life), or says why it is refused (counted).
+    pub fn admit_principal(
+        &self,
+        principal: &Principal,
+    ) -> Result<principals::PrincipalSlot, String> {
+        let max = self.limits.per_principal;
+        self.principal_connections
+            .take(principal, max)
+            .ok_or_else(|| {
+                let cause = "connections_per_principal_max";
+                metrics::counter!("leasehold_connections_refused_total", "cause" => cause)
+                    .increment(1);
+                format!(
+                "principal {principal} holds CONNECTIONS_PER_PRINCIPAL_MAX ({max}) connections \
+                 already; close idle ones or share one per process (for a fleet sharing one \
+                 certificate, raise it with serve --connections-per-principal)"
+            )
+            })
     }
 
     /// The per-address and per-principal bounds on calls and streams

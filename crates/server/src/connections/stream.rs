@@ -14,6 +14,7 @@
 //! past a deadline fails instead, and hyper closes the connection. No
 //! task or timer per connection is added beyond the one sleep here.
 
+use super::principals::PrincipalSlot;
 use super::registry::{Activity, Connection};
 use leasehold_proto::tls_mismatch::H2_PREFACE;
 use std::future::Future;
@@ -61,6 +62,8 @@ pub struct LimitedStream {
     _permit: OwnedSemaphorePermit,
     connection: Connection,
     watch: Watch,
+    /// Its place in its certificate principal's share (TLS only).
+    principal: Option<PrincipalSlot>,
 }
 
 impl LimitedStream {
@@ -75,7 +78,14 @@ impl LimitedStream {
             _permit: permit,
             connection,
             watch: Watch::new(deadlines),
+            principal: None,
         }
+    }
+
+    /// Holds `slot` (the connection's place in its principal's share)
+    /// until the connection closes.
+    pub fn hold(&mut self, slot: PrincipalSlot) {
+        self.principal = Some(slot);
     }
 
     /// Reads the first bytes without consuming them (how the TLS acceptor

@@ -7,11 +7,14 @@
 //! A connection's first byte tells a TLS ClientHello (0x16) from plaintext.
 //! A plaintext client gets, in plaintext, a sentence saying the server
 //! speaks TLS ([`refusal::answer`]). A connection past a bound is told why
-//! after its TLS handshake, by a bounded number of tasks.
+//! after its TLS handshake, by a bounded number of tasks; so is one whose
+//! client certificate names a principal past its share of connections
+//! ([`ConnectionLimit::admit_principal`]), by its handshake's task.
 
 use super::Tls;
 use crate::connections::{refusal, Admission, ConnectionLimit, LimitedStream};
 use futures::Stream;
+use leasehold_core::auth::Principal;
 use leasehold_core::limits;
 use leasehold_proto::tls_mismatch::speaks_tls_sentence;
 use std::io;
@@ -50,7 +53,8 @@ pub fn incoming(
             let admitted = stream.and_then(|(stream, _)| limit.admit(stream));
             match admitted {
                 Ok(Admission::Admitted(stream)) => {
-                    tokio::spawn(handshake(stream, tls.clone(), accepted.clone()));
+                    let limit = limit.clone();
+                    tokio::spawn(handshake(stream, tls.clone(), limit, accepted.clone()));
                 }
                 Ok(Admission::Refused { stream, why }) => {
                     if let Ok(slot) = refusing.clone().try_acquire_owned() {
@@ -74,6 +78,7 @@ pub fn incoming(
 async fn handshake(
     stream: LimitedStream,
     tls: Arc<Tls>,
+    limit: ConnectionLimit,
     accepted: mpsc::Sender<io::Result<Accepted>>,
 ) {
     let peer = stream.peer_addr();
@@ -81,7 +86,9 @@ async fn handshake(
     let outcome = tokio::time::timeout(bound, accept(stream, &tls)).await;
     let failure = match outcome {
         Ok(Ok(Some(stream))) => {
-            let _ = accepted.send(Ok(stream)).await;
+            if let Some(stream) = within_principal_share(stream, &limit).await {
+                let _ = accepted.send(Ok(stream)).await;
+            }
             return;
         }
         Ok(Ok(None)) => return,
@@ -90,6 +97,31 @@ async fn handshake(
     };
     metrics::counter!("leasehold_tls_handshake_failures_total").increment(1);
     tracing::info!(peer = ?peer, "TLS handshake failed: {failure}");
+}
+
+/// Counts a connection whose client certificate names a principal in that
+/// principal's share; past it, tells the client why and closes it (`None`).
+/// A connection without a certificate is counted by its address only.
+async fn within_principal_share(mut stream: Accepted, limit: &ConnectionLimit) -> Option<Accepted> {
+    let chain = stream.get_ref().1.peer_certificates();
+    let name = chain.and_then(|chain| crate::tls::certificate_principal(chain.first()?));
+    let Some(principal) = name.and_then(|name| Principal::parse(&name).ok()) else {
+        return Some(stream);
+    };
+    match limit.admit_principal(&principal) {
+        Ok(slot) => {
+            stream.get_mut().0.hold(slot);
+            Some(stream)
+        }
+        Err(why) => {
+            let addr = stream.get_ref().0.local_addr()?;
+            let sentence = leasehold_proto::refusal::refusal_sentence(addr, &why);
+            let told = refusal::answer(&mut stream, &sentence, refusal::REFUSED);
+            let _ =
+                tokio::time::timeout(Duration::from_millis(refusal::REFUSAL_MS_MAX), told).await;
+            None
+        }
+    }
 }
 
 /// Tells TLS from plaintext by the first byte; a TLS client is handshaken,
