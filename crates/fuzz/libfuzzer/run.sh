@@ -28,6 +28,13 @@ export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module \
 # proc macros (which run on the host, without libFuzzer).
 triple="$(rustc -vV | sed -n 's/^host: //p')"
 cargo build --release --target "$triple" --manifest-path "$here/Cargo.toml"
+# Temporary files (the wal target's segments, the api target's node) go
+# under the work dir, and are removed when the run ends.
+export TMPDIR="$work/tmp"
+rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"
+status=0
 LEASEHOLD_FUZZ_TARGET="$target" "$here/target/$triple/release/leasehold-libfuzzer" \
     -max_total_time="$seconds" -artifact_prefix="$work/" -print_final_stats=1 \
-    "$work/corpus" "$corpus"
+    "$work/corpus" "$corpus" || status=$?
+rm -rf "$TMPDIR"
+exit "$status"

@@ -102,6 +102,7 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
         "wal" => vec![segment(&[entry(1), entry(2)])],
         "snapshots" => snapshot_seeds(),
         "raft" => raft_seeds(),
+        "api" => api_seeds(),
         _ => Vec::new(),
     }
 }
@@ -197,5 +198,75 @@ fn raft_seeds() -> Vec<Vec<u8>> {
     vec![
         encode(&append).expect("encodes"),
         encode(&vote).expect("encodes"),
+    ]
+}
+
+/// A valid request for each of a few methods of the lock data path, after
+/// the byte that picks the method: a grant, an acquire and release under
+/// lease 1, a renewal, a fenced write, a read.
+fn api_seeds() -> Vec<Vec<u8>> {
+    use leasehold_proto::v1 as pb;
+    let methods = crate::api::called_methods();
+    let pick = |path: &str| {
+        let at = methods.iter().position(|m| m.path == path);
+        u8::try_from(at.expect("a called method")).expect("fewer than 256 methods")
+    };
+    let seed = |path: &str, message: Vec<u8>| [vec![pick(path)], message].concat();
+    let (lease, name) = (1, "jobs/nightly".to_owned());
+    vec![
+        seed(
+            "/leasehold.v1.Lease/Grant",
+            pb::GrantRequest {
+                ttl_ms: 10_000,
+                ..Default::default()
+            }
+            .encode_to_vec(),
+        ),
+        seed(
+            "/leasehold.v1.Lock/Acquire",
+            pb::AcquireRequest {
+                lease,
+                name: name.clone(),
+                ..Default::default()
+            }
+            .encode_to_vec(),
+        ),
+        seed(
+            "/leasehold.v1.Lease/KeepAlive",
+            pb::KeepAliveRequest {
+                lease,
+                ..Default::default()
+            }
+            .encode_to_vec(),
+        ),
+        seed(
+            "/leasehold.v1.FencedStore/Put",
+            pb::FencedPutRequest {
+                key: "cfg".into(),
+                value: b"v".to_vec(),
+                lock: name.clone(),
+                token: 1,
+                ..Default::default()
+            }
+            .encode_to_vec(),
+        ),
+        seed(
+            "/leasehold.v1.Lock/Release",
+            pb::ReleaseRequest {
+                lease,
+                name: name.clone(),
+                token: 1,
+                ..Default::default()
+            }
+            .encode_to_vec(),
+        ),
+        seed(
+            "/leasehold.v1.Lock/Get",
+            pb::GetLockRequest {
+                name,
+                ..Default::default()
+            }
+            .encode_to_vec(),
+        ),
     ]
 }

@@ -11,6 +11,9 @@
 //! - [`snapshots`]: snapshot bytes (a follower's install, a start-up's
 //!   load) and backup files.
 //! - [`raft`]: Raft messages between nodes, requests and replies.
+//! - [`api::api`]: the whole path from a client's bytes through a real
+//!   node's handlers (the checks that turn a request into a command) into
+//!   the core, over a real socket.
 //!
 //! The driver ([`run`]) mutates a checked-in corpus (`corpus/<target>/`)
 //! with a seeded generator, bounded in count and time: `tests/corpus.rs`
@@ -19,6 +22,7 @@
 //! coverage-guided runs, `libfuzzer/run.sh` builds the same targets under
 //! libFuzzer.
 
+pub mod api;
 pub mod corpus;
 pub mod mutate;
 
@@ -60,6 +64,10 @@ pub const TARGETS: &[Target] = &[
     Target {
         name: "raft",
         run: raft,
+    },
+    Target {
+        name: "api",
+        run: api::api,
     },
 ];
 

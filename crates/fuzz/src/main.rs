@@ -50,6 +50,7 @@ fn main() -> ExitCode {
         Duration::from_secs(seconds),
     );
     let took = started.elapsed().as_secs_f64();
+    leasehold_fuzz::api::stop();
     println!(
         "{}: {} executions in {took:.0} s ({:.0}/s), seed {seed}, {} corpus inputs, no panic",
         target.name,

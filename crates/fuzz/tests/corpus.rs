@@ -24,4 +24,5 @@ fn every_target_survives_its_corpus_and_a_round_of_mutations() {
             target.name
         );
     }
+    leasehold_fuzz::api::stop();
 }

@@ -6,14 +6,10 @@
 //! (which is what a panic or a server fault looks like); and the node is
 //! ready and serving afterwards.
 
-use leasehold_proto::FILE_DESCRIPTOR_SET;
+use leasehold_testkit::raw_grpc::{call, methods};
 use leasehold_testkit::TestServer;
-use prost::bytes::{Buf, BufMut};
-use prost::Message;
 use std::time::Duration;
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
-use tonic::transport::Channel;
-use tonic::{Code, Status};
+use tonic::Code;
 
 /// Random and mutated messages sent to each method.
 const MESSAGES_PER_METHOD: usize = 150;
@@ -29,106 +25,6 @@ const UNDECODABLE: [&[u8]; 4] = [
     &[0x08, 0x80],
     &[0x00, 0x01],
 ];
-
-/// A method of the API: its gRPC path, its request type's protobuf name,
-/// and whether the client streams.
-struct Method {
-    path: String,
-    input: String,
-    client_streaming: bool,
-    server_streaming: bool,
-}
-
-fn methods() -> Vec<Method> {
-    let set = prost_types::FileDescriptorSet::decode(FILE_DESCRIPTOR_SET).expect("descriptors");
-    let mut methods = Vec::new();
-    for file in &set.file {
-        for service in &file.service {
-            for method in &service.method {
-                methods.push(Method {
-                    path: format!("/{}.{}/{}", file.package(), service.name(), method.name()),
-                    input: method.input_type().trim_start_matches('.').to_owned(),
-                    client_streaming: method.client_streaming(),
-                    server_streaming: method.server_streaming(),
-                });
-            }
-        }
-    }
-    methods
-}
-
-/// Sends and receives bytes as they are.
-#[derive(Clone, Copy, Default)]
-struct RawCodec;
-
-impl Codec for RawCodec {
-    type Encode = Vec<u8>;
-    type Decode = Vec<u8>;
-    type Encoder = RawCodec;
-    type Decoder = RawCodec;
-
-    fn encoder(&mut self) -> RawCodec {
-        RawCodec
-    }
-
-    fn decoder(&mut self) -> RawCodec {
-        RawCodec
-    }
-}
-
-impl Encoder for RawCodec {
-    type Item = Vec<u8>;
-    type Error = Status;
-
-    fn encode(&mut self, item: Vec<u8>, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        dst.put_slice(&item);
-        Ok(())
-    }
-}
-
-impl Decoder for RawCodec {
-    type Item = Vec<u8>;
-    type Error = Status;
-
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Vec<u8>>, Status> {
-        Ok(Some(src.copy_to_bytes(src.remaining()).to_vec()))
-    }
-}
-
-/// Sends `payload` as the one request message of `method`; the status it
-/// ends with (`Ok` when it answered or streamed a message first; `None`
-/// when it was still waiting at [`CALL_LIMIT`]).
-async fn call(channel: &Channel, method: &Method, payload: Vec<u8>) -> Option<Status> {
-    let mut grpc = tonic::client::Grpc::new(channel.clone());
-    let path: tonic::codegen::http::uri::PathAndQuery = method.path.parse().expect("path");
-    let answered = async {
-        grpc.ready()
-            .await
-            .map_err(|e| Status::unavailable(e.to_string()))?;
-        if method.client_streaming {
-            let messages = tokio_stream::iter(vec![payload]);
-            let request = tonic::Request::new(messages);
-            let mut stream = grpc.streaming(request, path, RawCodec).await?.into_inner();
-            stream.message().await.map(|_| ())
-        } else if method.server_streaming {
-            let request = tonic::Request::new(payload);
-            let mut stream = grpc
-                .server_streaming(request, path, RawCodec)
-                .await?
-                .into_inner();
-            stream.message().await.map(|_| ())
-        } else {
-            grpc.unary(tonic::Request::new(payload), path, RawCodec)
-                .await
-                .map(|_| ())
-        }
-    };
-    match tokio::time::timeout(CALL_LIMIT, answered).await {
-        Err(_) => None,
-        Ok(Ok(())) => Some(Status::ok("")),
-        Ok(Err(status)) => Some(status),
-    }
-}
 
 /// A small seeded generator (xorshift64*), so a failure can be replayed.
 struct Bytes(u64);
@@ -172,7 +68,7 @@ async fn every_method_answers_bytes_that_do_not_decode_as_the_callers_error() {
     assert!(methods.len() >= 21, "{} methods", methods.len());
     for method in &methods {
         for payload in UNDECODABLE {
-            let status = call(&channel, method, payload.to_vec())
+            let status = call(&channel, method, payload.to_vec(), CALL_LIMIT)
                 .await
                 .unwrap_or_else(|| panic!("{}: no answer to {payload:?}", method.path));
             assert_eq!(
@@ -203,7 +99,7 @@ async fn random_and_mutated_messages_are_never_a_server_fault() {
     for method in &methods() {
         for _ in 0..MESSAGES_PER_METHOD {
             let payload = bytes.message();
-            let Some(status) = call(&channel, method, payload.clone()).await else {
+            let Some(status) = call(&channel, method, payload.clone(), CALL_LIMIT).await else {
                 continue; // decoded into a request that waits or streams
             };
             assert!(

@@ -20,6 +20,8 @@
 //! - [`env`]: CI or not, free ports, names unique to a run.
 //! - [`python`]: where the tests find a Python interpreter with the
 //!   packages they import (the virtualenvs `.ci/run` makes).
+//! - [`raw_grpc`]: any method of the API called with bytes as they are,
+//!   for the tests and fuzz targets that play a broken client.
 //! - [`tls`]: the certificate factory of the TLS tests (a CA, server, node,
 //!   client and expired certificates, as PEM).
 //!
@@ -45,6 +47,7 @@ pub mod grpc;
 pub mod postgres;
 mod proxy;
 pub mod python;
+pub mod raw_grpc;
 pub mod redis;
 mod server;
 pub mod tls;
