@@ -37,6 +37,10 @@ pub enum Workload {
     /// `--connections`; reports the keepers' renewal round trips, failures,
     /// leases lost and, with `--server-pid`, the server's RSS and CPU.
     Sessions,
+    /// Connections that do nothing: `--clients` silent sockets, then as
+    /// many idle HTTP/2 connections; reports how many the server holds
+    /// and, with `--server-pid`, the bytes of server memory each costs.
+    Idle,
 }
 
 impl Workload {
@@ -49,6 +53,7 @@ impl Workload {
             Workload::Storm => "storm",
             Workload::Sessions => "sessions",
             Workload::Waiters => "waiters",
+            Workload::Idle => "idle",
         }
     }
 }

@@ -32,6 +32,7 @@ mod compared;
 mod contended;
 mod etcd;
 mod hold;
+mod idle;
 mod keepalive;
 mod plan;
 mod probe;
@@ -117,6 +118,9 @@ pub async fn run(
         auth_token,
         ..plan
     };
+    if plan.workload == Workload::Idle {
+        return idle::run(&plan, args.json, print).await;
+    }
     // A pid that names no process is the caller's mistake: say so now. The
     // reading is the server's memory before any client connected.
     let rss_unconnected = plan
@@ -132,7 +136,7 @@ pub async fn run(
             let rss = rss_unconnected;
             return sessions::run(&plan, &clients, rss, args.json, print).await;
         }
-        Workload::Uncontended | Workload::Contended | Workload::Keepalive => {}
+        Workload::Uncontended | Workload::Contended | Workload::Keepalive | Workload::Idle => {}
     }
     let rss_before = plan.server_pid.map(rss::resident_bytes).transpose()?;
     let leases = setup::grant_leases(&clients, plan.clients, setup::LEASE_TTL).await?;
@@ -212,7 +216,11 @@ async fn measure(plan: &Plan, workers: Vec<Worker>) -> anyhow::Result<Recorder> 
             .map(|w| tokio::spawn(keepalive::client(w, window, plan.inflight)))
             .collect(),
         // Not timed loops: `run` hands them to their own modules before this.
-        Workload::Hold | Workload::Storm | Workload::Sessions | Workload::Waiters => Vec::new(),
+        Workload::Hold
+        | Workload::Storm
+        | Workload::Sessions
+        | Workload::Waiters
+        | Workload::Idle => Vec::new(),
     };
     collect(tasks, plan.workload == Workload::Contended).await
 }

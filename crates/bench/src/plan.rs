@@ -98,6 +98,12 @@ impl Plan {
         if args.keys == Some(0) {
             bail!("--keys must be at least 1 (got 0)");
         }
+        if args.workload == Workload::Idle && !endpoints[0].starts_with("http://") {
+            bail!(
+                "the idle workload needs a plaintext endpoint (http://host:port), got {}",
+                endpoints[0]
+            );
+        }
         let hold = HoldShape::new(args)?;
         let ttl_s_range = 1..=leasehold_core::limits::TTL_MS_MAX / 1000;
         if !ttl_s_range.contains(&args.ttl) {
@@ -155,7 +161,8 @@ fn keys_for(args: &BenchArgs) -> anyhow::Result<u32> {
         | Workload::Hold
         | Workload::Storm
         | Workload::Sessions
-        | Workload::Waiters => 0,
+        | Workload::Waiters
+        | Workload::Idle => 0,
         Workload::Contended => {
             let keys = args.keys.unwrap_or(1);
             if keys > args.clients {
