@@ -86,7 +86,7 @@ fn main() {
     drop(state);
     let before = live();
     let mut restarted: State = postcard::from_bytes(&bytes).expect("the state decodes");
-    restarted.share_names();
+    restarted.settle_decoded();
     let read_back = live();
     println!(
         "  read back      {:.1} MiB live heap, in {} blocks (decoded from its {:.1} MB snapshot encoding, as at a restart)",

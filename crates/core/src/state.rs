@@ -418,11 +418,14 @@ impl State {
         self.expired.contains(&lease)
     }
 
-    /// Makes every lease's lock names share their text with the lock
-    /// table's keys. Decoding gives each name its own copy; a snapshot of a
-    /// million held locks would otherwise load with their names twice. Call
-    /// after decoding a state.
-    pub fn share_names(&mut self) {
+    /// Settles a state just decoded: the grant requests are filed again
+    /// from the lease rows (a stored table may disagree with them, see
+    /// `GrantRequests::of_rows`), and every lease's lock names share their
+    /// text with the lock table's keys (decoding gives each name its own
+    /// copy; a snapshot of a million held locks would otherwise load with
+    /// their names twice). Call after decoding a state.
+    pub fn settle_decoded(&mut self) {
+        self.grant_requests = grant_requests::GrantRequests::of_rows(&self.leases);
         let ids: Vec<LeaseId> = self.leases.keys().copied().collect();
         for id in ids {
             let lease = self.leases.get_mut(&id).expect("a listed lease");

@@ -30,16 +30,33 @@ pub(super) struct GrantRequests {
 type Leases = OrdMap<LeaseId, Box<Lease>>;
 
 impl GrantRequests {
-    /// The live lease granted for request `id`, if any.
+    /// The live lease granted for request `id`, if any. An entry whose
+    /// lease is gone (only a damaged or forged snapshot files one; the
+    /// invariant check names it) is passed over, never trusted.
     pub fn find(&self, id: &RequestId, leases: &Leases) -> Option<LeaseId> {
         let hash = request_hash(id);
         self.entries
             .range((hash, LeaseId(0))..=(hash, LeaseId(u64::MAX)))
             .map(|&(_, lease)| lease)
             .find(|lease| {
-                let row = leases.get(lease).expect("grant request of a dead lease");
-                row.grant_request_id.as_ref() == Some(id)
+                let row = leases.get(lease);
+                row.is_some_and(|row| row.grant_request_id.as_ref() == Some(id))
             })
+    }
+
+    /// The table the lease rows make: each row granted with an id, filed
+    /// under it. The rows are what a state reads from a snapshot; the
+    /// stored table is read for compatibility, then rebuilt from them, so a
+    /// damaged or forged one cannot leave a lease its table lacks (whose
+    /// end would find nothing to remove) or an entry naming no lease.
+    pub fn of_rows(leases: &Leases) -> GrantRequests {
+        let mut requests = GrantRequests::default();
+        for (lease, row) in leases.iter() {
+            if let Some(id) = &row.grant_request_id {
+                requests.insert(id, *lease);
+            }
+        }
+        requests
     }
 
     /// Records that request `id` granted `lease`.
@@ -86,18 +103,22 @@ pub(super) struct Stored<'a> {
 }
 
 impl Serialize for Stored<'_> {
+    /// Each entry whose lease row keeps its id; an entry without one (a
+    /// damaged snapshot's, read back) is not written again.
+    /// (Counted first: the stored map says its length before its entries.)
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.requests.entries.iter().map(|(_, lease)| {
-            let row = self
-                .leases
-                .get(lease)
-                .expect("grant request of a dead lease");
-            let id = row
-                .grant_request_id
-                .as_ref()
-                .expect("a grant request's lease keeps its id");
-            (id, lease)
-        }))
+        use serde::ser::SerializeMap as _;
+        let kept = || {
+            self.requests.entries.iter().filter_map(|(_, lease)| {
+                let id = self.leases.get(lease)?.grant_request_id.as_ref()?;
+                Some((id, lease))
+            })
+        };
+        let mut map = serializer.serialize_map(Some(kept().count()))?;
+        for (id, lease) in kept() {
+            map.serialize_entry(id, lease)?;
+        }
+        map.end()
     }
 }
 
@@ -167,6 +188,32 @@ mod tests {
             None,
             "b.2's row is not a.1's"
         );
+    }
+
+    #[test]
+    fn an_entry_whose_lease_is_gone_is_passed_over_not_a_panic() {
+        // As a damaged or forged snapshot can file it (found by libFuzzer:
+        // corpus/snapshots/found-dead-lease-grant-request).
+        let leases = granted(&[(3, "a.1")]);
+        let mut requests = GrantRequests::default();
+        requests.insert(&id("a.1"), LeaseId(9));
+        requests.insert(&id("b.2"), LeaseId(3));
+        assert_eq!(requests.find(&id("a.1"), &leases), None);
+        let bytes = postcard::to_allocvec(&requests.stored(&leases)).expect("encodes");
+        let stored: std::collections::BTreeMap<String, LeaseId> =
+            postcard::from_bytes(&bytes).expect("reads");
+        // Lease 9's entry is dropped; lease 3's is stored under the id its
+        // row keeps, so the table read back files it where it belongs.
+        let expected = [("a.1".to_owned(), LeaseId(3))].into_iter().collect();
+        assert_eq!(stored, expected);
+    }
+
+    #[test]
+    fn the_rows_make_the_table() {
+        let leases = granted(&[(3, "a.1"), (5, "b.2")]);
+        let requests = GrantRequests::of_rows(&leases);
+        assert_eq!(requests.len(), 2);
+        assert_eq!(requests.find(&id("b.2"), &leases), Some(LeaseId(5)));
     }
 
     #[test]

@@ -307,7 +307,7 @@ fn a_decoded_state_shares_each_held_name_between_table_and_lease() {
         held.shares_text_with(key_of(held)) && waited.shares_text_with(key_of(waited))
     };
     assert!(!shared(&decoded), "decoding gives each name its own text");
-    decoded.share_names();
+    decoded.settle_decoded();
     assert!(shared(&decoded));
     assert_eq!(decoded, state);
 }

@@ -315,7 +315,7 @@ fn pools_are_stored_after_the_state_and_restored_with_their_members() {
     );
     let pools: Vec<(crate::LockName, Pool)> = postcard::from_bytes(&pool_bytes).unwrap();
     read.restore_pools(pools);
-    read.share_names();
+    read.settle_decoded();
     assert_eq!(read, state);
     read.check_invariants().unwrap();
 }

@@ -160,7 +160,7 @@ fn decode(meta: &Meta, data: &[u8]) -> Result<AppliedState, DbError> {
             state.restore_lock_sets(postcard::from_bytes(sets)?);
         }
     }
-    state.share_names();
+    state.settle_decoded();
     Ok(AppliedState {
         state,
         last_applied: meta.last_log_id,
