@@ -189,13 +189,10 @@ fn bearer_secret(authorization: Option<&str>) -> Option<&str> {
 }
 
 /// The principal of the request's client certificate (SAN URI or DNS name,
-/// else CN), if it presented one; rustls verified its chain against the
-/// client (or peer) CA during the handshake.
+/// else CN), if it presented one.
 fn certificate_principal(extensions: &Extensions) -> Option<Principal> {
     let info = extensions.get::<TlsConnectInfo<TcpConnectInfo>>()?;
-    let chain = info.peer_certs()?;
-    let name = crate::tls::certificate_principal(chain.first()?)?;
-    Principal::parse(&name).ok()
+    crate::tls::chain_principal(&info.peer_certs()?)
 }
 
 fn refused_entry(principal: &str, verb: Option<Verb>, name: &str, why: &str) -> AuditEntry {

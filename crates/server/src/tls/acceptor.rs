@@ -14,7 +14,6 @@
 use super::Tls;
 use crate::connections::{refusal, Admission, ConnectionLimit, LimitedStream};
 use futures::Stream;
-use leasehold_core::auth::Principal;
 use leasehold_core::limits;
 use leasehold_proto::tls_mismatch::speaks_tls_sentence;
 use std::io;
@@ -104,8 +103,7 @@ async fn handshake(
 /// A connection without a certificate is counted by its address only.
 async fn within_principal_share(mut stream: Accepted, limit: &ConnectionLimit) -> Option<Accepted> {
     let chain = stream.get_ref().1.peer_certificates();
-    let name = chain.and_then(|chain| crate::tls::certificate_principal(chain.first()?));
-    let Some(principal) = name.and_then(|name| Principal::parse(&name).ok()) else {
+    let Some(principal) = chain.and_then(crate::tls::chain_principal) else {
         return Some(stream);
     };
     match limit.admit_principal(&principal) {

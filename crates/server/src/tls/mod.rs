@@ -25,7 +25,7 @@ pub mod reload;
 
 pub use dialer::PeerDialer;
 pub use load::{Material, TlsFiles};
-pub use principal::{certificate_names, certificate_principal, CertificateNames};
+pub use principal::{certificate_names, certificate_principal, chain_principal, CertificateNames};
 
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};

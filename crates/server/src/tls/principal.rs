@@ -4,6 +4,7 @@
 //! name. The chain is verified by rustls before any of this is read; these
 //! functions only parse.
 
+use leasehold_core::auth::Principal;
 use std::net::IpAddr;
 use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::GeneralName;
@@ -74,6 +75,14 @@ pub fn certificate_principal(der: &[u8]) -> Option<String> {
         .or_else(|| dns.into_iter().next())
         .or(common_name)
         .filter(|principal| !principal.is_empty())
+}
+
+/// The principal a client's certificate chain names: its first (leaf)
+/// certificate's [`certificate_principal`], if that is a valid principal.
+/// rustls verified the chain during the handshake.
+pub fn chain_principal(chain: &[rustls::pki_types::CertificateDer<'_>]) -> Option<Principal> {
+    let name = certificate_principal(chain.first()?)?;
+    Principal::parse(&name).ok()
 }
 
 fn ip(bytes: &[u8]) -> Option<IpAddr> {
